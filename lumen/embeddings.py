@@ -1,0 +1,307 @@
+"""The embedding layer: token ids in, dense vectors out.
+
+Companion code for the chapter "The Embedding Layer". Read top to bottom:
+
+1. ``Embedding``: a V x d matrix whose forward pass is a row lookup, ``E[ids]``.
+2. ``one_hot`` and ``embed_via_onehot``: the slow way, proving that a one-hot vector times a
+   matrix selects a row.
+3. ``cosine_similarity``, ``cosine_neighbours`` and ``analogy``: measuring what the rows mean.
+4. ``expected_dot_std``: why the rows start small.
+
+Shapes use V for the vocabulary size and d for the embedding width (d_model).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+
+def check_ids(ids: Tensor, vocab_size: int) -> None:
+    """Reject anything that is not a valid tensor of token ids for a vocabulary of ``vocab_size``.
+
+    Ids are labels, not quantities, so they must be integers. Plain indexing would silently
+    accept a negative id (``E[-1]`` is the last row) and would treat a bool tensor as a mask,
+    so both are refused here, with a message that names the offending id.
+
+    Args:
+        ids: token ids, an integer tensor of any shape ``(...)``.
+        vocab_size: V, the number of rows; valid ids are ``0 <= id < V``.
+
+    Raises:
+        TypeError: ``ids`` is not a tensor, or holds floats, complex numbers or bools.
+        IndexError: some id is outside ``[0, vocab_size)``; the message names the first one.
+    """
+    ### BEGIN SOLUTION
+    if not isinstance(ids, Tensor):
+        raise TypeError(
+            f"token ids must be a torch.Tensor of integers, got {type(ids).__name__}; "
+            "wrap them with torch.tensor(...)"
+        )
+    if ids.dtype == torch.bool or ids.is_floating_point() or ids.is_complex():
+        raise TypeError(
+            f"token ids must be integers, got dtype {ids.dtype}: ids are labels, not quantities "
+            "(convert with ids.long() only if they really are whole numbers)"
+        )
+    if ids.numel() == 0 or ids.device.type == "meta":
+        return  # nothing to check: no ids, or no values on the meta device
+    bad = (ids < 0) | (ids >= vocab_size)
+    if bool(bad.any()):
+        first = int(ids[bad].flatten()[0])
+        raise IndexError(
+            f"token id {first} is outside the vocabulary [0, {vocab_size}): "
+            f"valid ids are 0 to {vocab_size - 1} (negative ids are not counted from the end)"
+        )
+    ### END SOLUTION
+
+
+class Embedding(nn.Module):
+    """A learned lookup table: row ``i`` of ``weight`` is the vector for token ``i``.
+
+    Equivalent to ``nn.Embedding``, written out so that nothing is hidden: the whole layer is a
+    V x d ``nn.Parameter`` and the forward pass is ``weight[ids]``.
+
+    Args:
+        vocab_size: V, the number of tokens (rows).
+        d_model: d, the width of each row (the residual stream's width).
+        std: standard deviation of the N(0, std^2) initialisation; ``None`` means
+            ``1/sqrt(d_model)``. GPT-2 uses 0.02 for tokens and 0.01 for positions.
+        scale: multiply the output by ``sqrt(d_model)``, as the original Transformer did.
+
+    Shapes:
+        forward: ids ``(...)`` integer -> ``(..., d_model)`` in ``weight``'s dtype and device.
+    """
+
+    def __init__(
+        self, vocab_size: int, d_model: int, std: float | None = 0.02, scale: bool = False
+    ) -> None:
+        super().__init__()
+        for name, value in (("vocab_size", vocab_size), ("d_model", d_model)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if std is not None and not std >= 0:
+            raise ValueError(f"std must be >= 0 or None (meaning 1/sqrt(d_model)), got {std!r}")
+        self.vocab_size = vocab_size
+        self.d_model = d_model
+        self.std = std
+        self.scale = scale
+        ### BEGIN SOLUTION
+        # A registered Parameter, so that .parameters(), optimisers and .to() all see it.
+        self.weight = nn.Parameter(torch.empty(vocab_size, d_model))  # (V, d)
+        ### END SOLUTION
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Fill ``weight`` with N(0, std^2) draws, in place (``std=None``: ``1/sqrt(d_model)``).
+
+        Not zeros: identical rows would get identical gradients and never become different.
+        Small: the rows are the residual stream's starting value.
+        """
+        ### BEGIN SOLUTION
+        std = self.std if self.std is not None else 1.0 / math.sqrt(self.d_model)
+        with torch.no_grad():
+            self.weight.normal_(0.0, std)
+        ### END SOLUTION
+
+    def scale_output(self, x: Tensor) -> Tensor:
+        """Apply the optional output scaling: ``x * sqrt(d_model)`` if ``scale`` else ``x``.
+
+        Args:
+            x: looked-up rows, ``(..., d_model)``.
+
+        Returns:
+            ``(..., d_model)``, the same tensor when ``scale`` is off.
+        """
+        ### BEGIN SOLUTION
+        if not self.scale:
+            return x
+        return x * math.sqrt(self.d_model)  # the original Transformer's convention
+        ### END SOLUTION
+
+    def forward(self, ids: Tensor) -> Tensor:
+        """Look up the rows of ``weight`` for ``ids``.
+
+        Args:
+            ids: integer token ids of any shape ``(...)``, each in ``[0, vocab_size)``.
+
+        Returns:
+            ``(..., d_model)``: row ``ids[...]`` of ``weight``, then ``scale_output``.
+
+        Raises:
+            TypeError, IndexError: as ``check_ids``.
+        """
+        ### BEGIN SOLUTION
+        check_ids(ids, self.vocab_size)
+        # index_select on the flattened ids is the row lookup E[ids]; its backward is an
+        # index_add, so repeated ids accumulate their gradients.
+        rows = self.weight.index_select(0, ids.reshape(-1).to(self.weight.device))  # (N, d)
+        rows = rows.view(*ids.shape, self.d_model)  # (..., d)
+        ### END SOLUTION
+        return self.scale_output(rows)
+
+    def extra_repr(self) -> str:
+        return f"{self.vocab_size}, {self.d_model}, std={self.std}, scale={self.scale}"
+
+
+def one_hot(ids: Tensor, num_classes: int, dtype: torch.dtype = torch.float32) -> Tensor:
+    """One-hot encode ``ids``: a 1 at each id's position, zeros elsewhere.
+
+    Args:
+        ids: integer token ids of any shape ``(...)``, each in ``[0, num_classes)``.
+        num_classes: V, the length of each one-hot vector. Always given, never guessed from
+            ``ids.max()``: a batch that lacks the last token still has V classes.
+        dtype: the result's dtype (float, so it can be multiplied by a weight matrix).
+
+    Returns:
+        ``(..., num_classes)`` on ``ids``'s device.
+    """
+    ### BEGIN SOLUTION
+    check_ids(ids, num_classes)
+    out = torch.zeros(*ids.shape, num_classes, dtype=dtype, device=ids.device)  # (..., V)
+    return out.scatter_(-1, ids.unsqueeze(-1).long(), 1)
+    ### END SOLUTION
+
+
+def embed_via_onehot(weight: Tensor, ids: Tensor) -> Tensor:
+    """The embedding the slow way: ``one_hot(ids) @ weight``, equal to ``weight[ids]``.
+
+    Args:
+        weight: the embedding matrix E, ``(V, d)``.
+        ids: integer token ids of any shape ``(...)``.
+
+    Returns:
+        ``(..., d)`` in ``weight``'s dtype, on ``weight``'s device: the same numbers as the
+        lookup, V times slower.
+    """
+    ### BEGIN SOLUTION
+    onehot = one_hot(ids.to(weight.device), weight.shape[0], weight.dtype)  # (..., V)
+    return onehot @ weight  # (..., d): each one-hot row selects one row of E
+    ### END SOLUTION
+
+
+def cosine_similarity(a: Tensor, b: Tensor, eps: float = 1e-8) -> Tensor:
+    """Cosine of the angle between ``a`` and ``b`` over the last dimension.
+
+    Lengths cancel: a token twice as "loud" that points the same way scores the same.
+
+    Args:
+        a: ``(..., d)``.
+        b: ``(..., d)``, broadcastable against ``a``.
+        eps: lengths below ``eps`` are treated as ``eps``, so a zero vector scores 0, not NaN.
+
+    Returns:
+        ``(...)``, the broadcast shape without the last dimension, values in [-1, 1].
+    """
+    ### BEGIN SOLUTION
+    a = a / a.norm(dim=-1, keepdim=True).clamp_min(eps)
+    b = b / b.norm(dim=-1, keepdim=True).clamp_min(eps)
+    return (a * b).sum(dim=-1)
+    ### END SOLUTION
+
+
+def _top_k(sims: Tensor, k: int, exclude: list[int]) -> tuple[Tensor, Tensor]:
+    """The ``k`` best-scoring ids, by descending score, ties to the smaller id.
+
+    Args:
+        sims: one score per row, ``(V,)``.
+        k: how many ids to return.
+        exclude: row indices that may never be returned (the query token, analogy inputs).
+
+    Returns:
+        ``(ids, scores)``, each ``(k,)``; ``ids`` is a LongTensor.
+    """
+    ### BEGIN SOLUTION
+    available = sims.shape[0] - len(set(exclude))
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= available:
+        raise ValueError(f"k must be an int from 1 to {available} (the candidate rows), got {k!r}")
+    sims = sims.clone()
+    if exclude:
+        sims[torch.tensor(exclude, device=sims.device)] = -math.inf
+    # topk does not promise an order among equal scores, so take every id that ties with the
+    # k-th score and sort those stably: ids come in ascending order, so ties go to the smaller.
+    kth = sims.topk(k).values[-1]
+    candidates = torch.nonzero(sims >= kth).squeeze(1)  # ascending ids
+    order = torch.sort(sims[candidates], descending=True, stable=True).indices[:k]
+    ids = candidates[order]
+    return ids, sims[ids]
+    ### END SOLUTION
+
+
+def _row_index(E: Tensor, token: object, what: str) -> int:
+    """``token`` as a row index of ``E`` (an int or a 0-d integer tensor), checked."""
+    if isinstance(token, Tensor):
+        if token.dim() != 0 or token.is_floating_point() or token.dtype == torch.bool:
+            raise TypeError(f"{what} must be a row index (an int), got a tensor {token}")
+        token = int(token)
+    if isinstance(token, bool) or not isinstance(token, int):
+        raise TypeError(f"{what} must be a row index (an int), got {type(token).__name__}")
+    if not 0 <= token < E.shape[0]:
+        raise IndexError(f"{what} {token} is outside the table's rows [0, {E.shape[0]})")
+    return token
+
+
+def cosine_neighbours(E: Tensor, token: int | Tensor, k: int) -> tuple[Tensor, Tensor]:
+    """The ``k`` rows of ``E`` most similar (by cosine) to a token or to a query vector.
+
+    Args:
+        E: the embedding table, ``(V, d)``.
+        token: a row index (an int or 0-d integer tensor), whose own row is excluded by index,
+            so a duplicate of that row still counts as a neighbour; or a query vector ``(d,)``,
+            in which case nothing is excluded.
+        k: how many neighbours to return.
+
+    Returns:
+        ``(ids, sims)``: ``ids`` a LongTensor ``(k,)`` and ``sims`` ``(k,)``, by descending
+        similarity, ties broken by the smaller id.
+    """
+    ### BEGIN SOLUTION
+    if isinstance(token, Tensor) and token.dim() == 1:
+        if token.shape[0] != E.shape[1]:
+            raise ValueError(
+                f"query vector has {token.shape[0]} numbers but E's rows have {E.shape[1]}"
+            )
+        query, exclude = token.to(E.device, E.dtype), []
+    else:
+        index = _row_index(E, token, "token")
+        query, exclude = E[index], [index]
+    return _top_k(cosine_similarity(E, query), k, exclude)  # sims over all V rows
+    ### END SOLUTION
+
+
+def analogy(
+    E: Tensor, a: int, b: int, c: int, k: int = 1, exclude_inputs: bool = True
+) -> tuple[Tensor, Tensor]:
+    """"``a`` is to ``b`` as ``c`` is to ?": the rows nearest to ``E[b] - E[a] + E[c]``.
+
+    ``analogy(E, man, king, woman)`` should give queen, but only with ``exclude_inputs``:
+    without it the nearest row is very often ``king`` itself (Nissim et al., 2020).
+
+    Args:
+        E: the embedding table, ``(V, d)``.
+        a, b, c: row indices.
+        k: how many answers to return.
+        exclude_inputs: leave ``a``, ``b`` and ``c`` out of the answers (the standard test).
+
+    Returns:
+        ``(ids, sims)`` as in ``cosine_neighbours``.
+    """
+    ### BEGIN SOLUTION
+    a, b, c = (_row_index(E, t, name) for t, name in ((a, "a"), (b, "b"), (c, "c")))
+    query = E[b] - E[a] + E[c]  # (d,): the offset a -> b, applied to c
+    exclude = [a, b, c] if exclude_inputs else []
+    return _top_k(cosine_similarity(E, query), k, exclude)
+    ### END SOLUTION
+
+
+def expected_dot_std(std: float, d_model: int) -> float:
+    """The spread of the dot product of two random rows: ``std**2 * sqrt(d_model)``.
+
+    Each of the d products of two independent N(0, std^2) numbers has variance std^4, so
+    their sum has standard deviation std^2 * sqrt(d). With 0.02 and d = 768 that is about
+    0.011: first-block attention scores start near zero, as the rest of the network expects.
+    """
+    ### BEGIN SOLUTION
+    return std**2 * math.sqrt(d_model)
+    ### END SOLUTION
