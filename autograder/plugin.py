@@ -1,0 +1,139 @@
+"""The pytest plugin that connects the hidden suites to a learner's worker and records verdicts.
+
+The runner (``python -m autograder grade``) registers a ``GradingPlugin`` it has already started
+the worker for; ``pytest autograder/suites --submission PATH`` makes one itself (see
+``suites/conftest.py``). Either way each test gets a ``learner`` fixture: probe calls into the
+learner's code for the test's stage, run in the worker.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from .worker_client import Limits, StageSession, Worker
+
+
+@dataclass
+class TestResult:
+    """One hidden test's verdict, before scoring."""
+
+    name: str  # the test function's name, the rubric's key
+    stage: str
+    title: str  # the docstring's first line
+    passed: bool
+    message: str = ""  # the Mistake's message, for the learner
+    not_implemented: bool = False
+    grader_error: bool = False  # a bug in the grader, not the learner's fault
+    seconds: float = 0.0
+    output: str = ""  # what the learner's code printed during the test
+
+
+@dataclass
+class GradingContext:
+    """Everything one grading run shares: the worker, its stage sessions, devices and seed."""
+
+    worker: Worker
+    devices: list[str]
+    seed: int = field(default_factory=lambda: secrets.randbelow(2**31))
+    sessions: dict[str, StageSession] = field(default_factory=dict)
+    results: list[TestResult] = field(default_factory=list)
+
+    def session(self, stage: str) -> StageSession:
+        from .reference import stage_request
+
+        if stage not in self.sessions:
+            request = {**stage_request(stage), "limits": self.child_limits()}
+            self.sessions[stage] = StageSession(self.worker, stage, request)
+        return self.sessions[stage]
+
+    def child_limits(self) -> dict:
+        limits = self.worker.limits
+        return {"memory_bytes": limits.memory_bytes, "file_bytes": limits.file_bytes,
+                "cuda": "cuda" in self.devices, **self.worker.launcher.child_limits()}
+
+    def test_seed(self, name: str) -> int:
+        """A seed per test, derived from the run's seed: one number reproduces the whole run."""
+        digest = hashlib.sha256(f"{self.seed}:{name}".encode()).digest()
+        return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+    def close(self) -> None:
+        for session in self.sessions.values():
+            session.close()
+        self.worker.close()
+
+
+class GradingPlugin:
+    """Provides the fixtures and records each hidden test's verdict."""
+
+    def __init__(self, context: GradingContext) -> None:
+        self.context = context
+
+    @pytest.fixture
+    def grading(self) -> GradingContext:
+        return self.context
+
+    @pytest.fixture
+    def devices(self) -> list[str]:
+        return self.context.devices
+
+    @pytest.fixture
+    def learner(self, request: pytest.FixtureRequest) -> StageSession:
+        return self.context.session(_stage_of(request.node))
+
+    @pytest.fixture
+    def seed(self, request: pytest.FixtureRequest) -> int:
+        return self.context.test_seed(request.node.name)
+
+    @pytest.fixture
+    def gen(self, seed: int):
+        import torch
+
+        return torch.Generator().manual_seed(seed)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
+        outcome = yield
+        report = outcome.get_result()
+        if call.when == "setup" and report.failed or call.when == "call":
+            self.context.results.append(_verdict(item, call, report))
+
+
+def _stage_of(node: pytest.Item) -> str:
+    stage = getattr(node.module, "STAGE", None)
+    if stage is None:
+        raise RuntimeError(f"{node.module.__name__} sets no STAGE")
+    return stage
+
+
+def _verdict(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport) -> TestResult:
+    from .feedback import Mistake, NotImplementedYet
+
+    doc = (item.function.__doc__ or item.name).strip().splitlines()[0]
+    result = TestResult(name=item.name, stage=_stage_of(item), title=doc, passed=report.passed,
+                        seconds=call.duration)
+    if call.excinfo is not None:
+        error = call.excinfo.value
+        if isinstance(error, Mistake):
+            result.message = str(error)
+            result.not_implemented = isinstance(error, NotImplementedYet)
+        else:  # a bug in the grader: say so, never show its traceback to the learner
+            result.grader_error = True
+            result.message = (
+                f"internal grader error ({type(error).__name__}: {error}); "
+                "this is not your fault: please tell your instructor"
+            )
+    return result
+
+
+def start(submission: Path, devices: list[str], limits: Limits, launcher, seed: int | None = None
+          ) -> GradingContext:
+    """Start the worker for ``submission`` now (it imports torch while we do too)."""
+    context = GradingContext(worker=Worker(submission, limits, launcher), devices=devices)
+    if seed is not None:
+        context.seed = seed
+    return context

@@ -1,0 +1,296 @@
+"""The worker: imports torch once, then forks one child per stage to run learner code.
+
+Run as ``python worker.py --submission DIR --socket PATH``. The process (the "zygote") never
+runs learner code itself: it imports torch, listens on a Unix socket, prints ``ready``, and
+forks a child for every connection. The grader sends the child a stage name and the reference
+source for every *other* stage; the child loads the learner's files, swaps in the reference
+for what the stage does not own, and answers probe requests until the grader hangs up. A child
+that hangs or crashes costs only its own connection; the grader asks the zygote (on stdin:
+``kill PID``) to end it and connects again for a fresh one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import resource
+import select
+import signal
+import socket
+import sys
+import time
+import traceback
+import types
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+
+import torch  # noqa: E402 - after the path is set; the one expensive import, done once
+
+import probes  # noqa: E402
+import protocol  # noqa: E402
+
+PACKAGE = "submission"  # the learner's files are imported as submission.embeddings, ...
+REFERENCE = "_reference"
+MODULES = ("embeddings", "params", "gpt2")  # in dependency order
+OUTPUT_LIMIT = 1 << 20  # bytes of learner stdout/stderr kept on disk per child
+
+
+def _package(name: str, path: list[str]) -> types.ModuleType:
+    package = types.ModuleType(name)
+    package.__path__ = path
+    sys.modules[name] = package
+    return package
+
+
+def _error(exc: BaseException, files: tuple[str, ...] = ()) -> dict:
+    """An exception as data: type, message, and the traceback lines inside the learner's files."""
+    frames = [
+        f"{os.path.basename(f.filename)}, line {f.lineno}, in {f.name}: {(f.line or '').strip()}"
+        for f in traceback.extract_tb(exc.__traceback__)
+        if not files or os.path.abspath(f.filename) in files
+    ]
+    try:
+        message = str(exc)
+    except Exception:  # noqa: BLE001 - a learner's exception can break str()
+        message = "<an exception whose message could not be read>"
+    return {
+        "type": protocol.type_name(exc),
+        "message": message[: protocol.MAX_STRING],
+        "where": frames[-5:],
+        "not_implemented": isinstance(exc, NotImplementedError),
+    }
+
+
+def _resolve(module: types.ModuleType, qualname: str) -> tuple[object, str]:
+    """The object that holds ``qualname``'s last part, and that part's name."""
+    *outer, last = qualname.split(".")
+    holder: object = module
+    for part in outer:
+        holder = getattr(holder, part)
+    return holder, last
+
+
+def _transplant(learner: types.ModuleType, reference: types.ModuleType, owns: list[str]) -> None:
+    """Replace in ``learner`` each function in ``owns`` by the reference's.
+
+    Read from the class ``__dict__`` so that a property moves as a property.
+    """
+    for qualname in owns:
+        ref_holder, name = _resolve(reference, qualname)
+        value = ref_holder.__dict__[name] if isinstance(ref_holder, type) else getattr(ref_holder, name)
+        try:
+            holder, _ = _resolve(learner, qualname)
+        except AttributeError:  # the learner removed the class: use the reference's whole
+            top = qualname.split(".")[0]
+            setattr(learner, top, getattr(reference, top))
+            continue
+        setattr(holder, name, value)
+
+
+def load(submission: str, request: dict) -> tuple[dict, dict]:
+    """Import the learner's modules for one stage; return (modules, import errors).
+
+    ``request["reference"]`` maps module name -> reference source in which the graded stage's
+    solutions are already stubbed out; ``request["foreign"]`` maps module name -> the
+    qualnames that other stages own. Those come from the reference; the rest is the learner's.
+    """
+    _package(REFERENCE, [])
+    reference: dict[str, types.ModuleType] = {}
+    for name in MODULES:
+        module = types.ModuleType(f"{REFERENCE}.{name}")
+        module.__package__ = REFERENCE
+        module.__file__ = f"<reference {name}.py>"
+        sys.modules[module.__name__] = module
+        exec(compile(request["reference"][name], module.__file__, "exec"), module.__dict__)
+        reference[name] = module
+
+    _package(PACKAGE, [submission])
+    modules, errors = {}, {}
+    for name in MODULES:
+        path = os.path.join(submission, f"{name}.py")
+        full = f"{PACKAGE}.{name}"
+        try:
+            if not os.path.isfile(path):
+                raise FileNotFoundError(f"{name}.py is missing from the submission")
+            spec = importlib.util.spec_from_file_location(full, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[full] = module
+            spec.loader.exec_module(module)
+            _transplant(module, reference[name], request["foreign"].get(name, []))
+        except BaseException as exc:  # noqa: BLE001 - SystemExit at import is a finding too
+            errors[name] = _error(exc, (os.path.abspath(path),))
+            module = reference[name]  # what the other stages build on still works
+            sys.modules[full] = module
+        modules[name] = module
+    return modules, errors
+
+
+def _limit(kind: int, soft: int) -> None:
+    try:
+        _, hard = resource.getrlimit(kind)
+        if hard != resource.RLIM_INFINITY:
+            soft = min(soft, hard)
+        resource.setrlimit(kind, (soft, hard))
+    except (ValueError, OSError):
+        pass  # not allowed here: the grader's timeouts still bound the damage
+
+
+def _confine(limits: dict) -> None:
+    """Per-child limits: memory, file size, open files, no core dumps."""
+    if limits.get("memory_bytes") and not limits.get("cuda"):
+        # Address space on top of what torch already mapped; CUDA maps huge virtual ranges,
+        # so on a GPU runner the memory bound is left to the sandbox (cgroup) instead.
+        with open("/proc/self/status") as status:
+            vm = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize"))
+        _limit(resource.RLIMIT_AS, vm + int(limits["memory_bytes"]))
+    _limit(resource.RLIMIT_FSIZE, int(limits.get("file_bytes", 16 << 20)))
+    _limit(resource.RLIMIT_NOFILE, 256)
+    _limit(resource.RLIMIT_CORE, 0)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a too-big write fails instead of killing
+
+
+def _drop_privileges(limits: dict) -> None:
+    """Become an unprivileged user (inside the sandbox), so RLIMIT_NPROC holds and the
+    zygote, which stays root, cannot be signalled."""
+    uid = limits.get("uid")
+    if uid is None:
+        return
+    os.setgroups([])
+    os.setgid(uid)
+    os.setuid(uid)
+    _limit(resource.RLIMIT_NPROC, int(limits.get("processes", 256)))
+
+
+def _capture_output(directory: str) -> tuple[int, str]:
+    """Send this process's stdout/stderr to a bounded file; return (fd, path)."""
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, f"output-{os.getpid()}.txt")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    return fd, path
+
+
+def _read_new(path: str, offset: int) -> tuple[str, int]:
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            data = f.read(8192)
+            end = f.seek(0, 2)
+    except OSError:
+        return "", offset
+    text = data.decode("utf-8", errors="replace")
+    if end - offset > len(data):
+        text += f"\n... ({end - offset - len(data):,} more bytes of output not shown)"
+    return text, end
+
+
+def serve(conn: socket.socket, submission: str, scratch: str) -> None:
+    """One child: load the submission for a stage, then answer probes until EOF."""
+    os.setpgid(0, 0)  # its own process group, so the zygote can end it with everything it started
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)  # the zygote's control pipe is not the learner's
+    protocol.send(conn, {"pid": os.getpid()})
+    request = protocol.recv(conn)
+    limits = request.get("limits", {})
+    _confine(limits)
+    torch.set_num_threads(1)
+    _, out_path = _capture_output(scratch)  # opened before the drop: scratch stays root's
+    _drop_privileges(limits)
+    modules, errors = load(submission, request)
+    offset = 0
+    output, offset = _read_new(out_path, offset)
+    protocol.send(conn, {"imports": errors, "output": output})
+    while True:
+        try:
+            message = protocol.recv(conn)
+        except EOFError:
+            return
+        name, args, seed = message["probe"], message.get("args", {}), message.get("seed", 0)
+        torch.manual_seed(seed)
+        started = time.perf_counter()
+        try:
+            reply = {"value": probes.run(name, modules, args)}
+        except probes.ProbeError as exc:
+            reply = {"probe_error": str(exc)}
+        except BaseException as exc:  # noqa: BLE001 - whatever learner code raised, SystemExit too
+            reply = {"error": _error(exc, tuple(os.path.abspath(os.path.join(submission, f"{m}.py")) for m in MODULES))}
+        reply["seconds"] = time.perf_counter() - started
+        reply["output"], offset = _read_new(out_path, offset)
+        try:
+            protocol.send(conn, reply)
+        except protocol.ProtocolError as exc:
+            protocol.send(conn, {"probe_error": f"the result could not be sent back: {exc}"})
+
+
+def _warm_up() -> None:
+    """Pay torch's lazy imports (autograd pulls in sympy on first backward) once, here,
+    instead of in every child."""
+    x = torch.ones(3, 2, requires_grad=True)
+    x.index_select(0, torch.tensor([0, 0])).sum().backward()
+    torch.nn.functional.linear(x, torch.ones(4, 2)).softmax(-1).sum().backward()
+
+
+def zygote(submission: str, socket_path: str, scratch: str) -> None:
+    _warm_up()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(socket_path)
+    listener.listen(16)
+    children: set[int] = set()
+    print("ready", flush=True)
+    stdin = sys.stdin.buffer
+    while True:
+        readable, _, _ = select.select([listener, stdin], [], [], 0.5)
+        while children:  # reap whatever has ended
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            children.discard(pid)
+        if stdin in readable:
+            line = stdin.readline().decode(errors="replace").split()
+            if not line or line[0] == "exit":
+                for pid in children:
+                    _kill(pid)
+                return
+            if line[0] == "kill" and len(line) == 2 and line[1].isdigit():
+                _kill(int(line[1]))
+        if listener in readable:
+            conn, _ = listener.accept()
+            pid = os.fork()
+            if pid == 0:
+                listener.close()
+                code = 0
+                try:
+                    serve(conn, submission, scratch)
+                except BaseException:  # noqa: BLE001 - the grader sees the closed connection
+                    traceback.print_exc()  # into the captured output, or the zygote's stderr
+                    code = 1
+                os._exit(code)
+            conn.close()
+            children.add(pid)
+
+
+def _kill(pid: int) -> None:
+    for kill in (os.killpg, os.kill):
+        try:
+            kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--submission", required=True)
+    parser.add_argument("--socket", required=True)
+    parser.add_argument("--scratch", required=True)
+    args = parser.parse_args()
+    zygote(os.path.abspath(args.submission), args.socket, args.scratch)
+
+
+if __name__ == "__main__":
+    main()

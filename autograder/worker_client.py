@@ -1,0 +1,269 @@
+"""The grader's side of the worker: start it, open one child per stage, call probes, time out.
+
+Learner code runs only in the worker's children (``sandboxed/worker.py``). This module keeps
+the trusted side small: it sends a probe's name and data, waits at most a deadline, and turns
+whatever happens (a value, an exception, a hang, a dead process) into an ``Outcome``.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SANDBOXED = Path(__file__).resolve().parent / "sandboxed"
+
+
+@dataclass
+class Limits:
+    """What one submission may use. Times in seconds."""
+
+    probe_seconds: float = 20.0  # one probe (one call into learner code)
+    import_seconds: float = 20.0  # importing the learner's three files for one stage
+    submission_seconds: float = 300.0  # everything, all stages
+    memory_bytes: int = 2 << 30  # address space a child may add on top of torch's own
+    file_bytes: int = 16 << 20  # largest file (and captured output) a child may write
+    startup_seconds: float = 60.0  # the worker's own start (importing torch)
+
+
+@dataclass
+class Outcome:
+    """What one probe call gave: exactly one of value, error, timeout, crash, or refusal."""
+
+    value: object = None
+    error: dict | None = None  # the learner's exception: type, message, where, not_implemented
+    timed_out: bool = False
+    crashed: str | None = None  # why the child is gone
+    import_errors: dict = field(default_factory=dict)  # module -> error, for the stage
+    output: str = ""  # what learner code printed
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and not self.timed_out and self.crashed is None
+
+
+class WorkerError(RuntimeError):
+    """The worker itself could not run (not the learner's fault)."""
+
+
+class Worker:
+    """One zygote process for one submission, started at once so it loads torch in parallel."""
+
+    def __init__(self, submission: Path, limits: Limits, launcher) -> None:
+        self.submission = Path(submission)
+        self.limits = limits
+        self.launcher = launcher
+        self.deadline = time.monotonic() + limits.submission_seconds
+        self.proc: subprocess.Popen | None = None
+        self.restarts = 0
+        self._start()
+
+    def _start(self) -> None:
+        self.tmp = Path(tempfile.mkdtemp(prefix="lumen-worker-"))
+        (self.tmp / "run").mkdir()
+        (self.tmp / "scratch").mkdir()
+        self.socket_path = self.tmp / "run" / "worker.sock"
+        argv = self.launcher.command(
+            worker=SANDBOXED / "worker.py",
+            sandboxed=SANDBOXED,
+            submission=self.submission,
+            run_dir=self.tmp / "run",
+            scratch=self.tmp / "scratch",
+        )
+        self.stderr = open(self.tmp / "worker-stderr.txt", "w+b")  # noqa: SIM115 - closed in close()
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
+            start_new_session=True, env=self.launcher.environment(), cwd=self.tmp / "scratch",
+        )
+        self._ready = False
+
+    def wait_ready(self) -> None:
+        if self._ready:
+            return
+        end = time.monotonic() + self.limits.startup_seconds
+        line = b""
+        while time.monotonic() < end:
+            readable, _, _ = select.select([self.proc.stdout], [], [], 0.2)
+            if readable:
+                line = self.proc.stdout.readline()
+                break
+            if self.proc.poll() is not None:
+                break
+        if line.strip() != b"ready":
+            self.stderr.seek(0)
+            detail = self.stderr.read().decode(errors="replace")[-2000:]
+            raise WorkerError(f"the grading worker did not start: {detail or 'no output'}")
+        self._ready = True
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def restart(self) -> None:
+        """A child took the zygote down with it: start a new one (costs one torch import)."""
+        self.close()
+        self.restarts += 1
+        self._start()
+
+    def kill_child(self, pid: int) -> None:
+        try:
+            self.proc.stdin.write(f"kill {pid}\n".encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            pass
+
+    def connect(self) -> socket.socket:
+        if not self.alive:
+            self.restart()
+        self.wait_ready()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(str(self.socket_path))
+        return sock
+
+    def seconds_left(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def close(self) -> None:
+        if self.proc is not None:
+            try:
+                self.proc.stdin.write(b"exit\n")
+                self.proc.stdin.flush()
+            except (BrokenPipeError, OSError, ValueError):
+                pass
+            try:
+                self.proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                pass
+            self.launcher.kill(self.proc)
+            for stream in (self.proc.stdin, self.proc.stdout):
+                stream.close()
+            self.proc = None
+            self.stderr.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+class StageSession:
+    """Probe calls for one stage, in one worker child, reopened if the child dies."""
+
+    def __init__(self, worker: Worker, stage: str, request: dict) -> None:
+        self.worker = worker
+        self.stage = stage
+        self.request = request  # reference sources and foreign functions for this stage
+        self.sock: socket.socket | None = None
+        self.pid: int | None = None
+        self.import_errors: dict = {}
+        self.import_output = ""
+        self.children = 0
+
+    def _drop(self) -> None:
+        if self.pid is not None:
+            self.worker.kill_child(self.pid)
+        if self.sock is not None:
+            self.sock.close()
+        self.sock = self.pid = None
+
+    def _exchange(self, message: object, timeout: float) -> object:
+        from .sandboxed import protocol  # imports torch: not before the worker has started
+
+        self.sock.settimeout(max(timeout, 0.01))
+        protocol.send(self.sock, message)
+        return protocol.recv(self.sock)
+
+    def _open(self) -> Outcome | None:
+        """Connect and load the submission; an Outcome if that already failed."""
+        from .sandboxed import protocol
+
+        timeout = min(self.worker.limits.import_seconds, self.worker.seconds_left())
+        try:
+            self.sock = self.worker.connect()
+            self.children += 1
+            self.sock.settimeout(max(timeout, 0.01))
+            self.pid = int(protocol.recv(self.sock)["pid"])
+            hello = self._exchange(self.request, timeout)
+        except TimeoutError:
+            self._drop()
+            return Outcome(timed_out=True, crashed="importing the submission did not finish "
+                           f"within {timeout:.0f} s (an infinite loop at import?)")
+        except (EOFError, ConnectionError, OSError, protocol.ProtocolError) as exc:
+            self._drop()
+            return Outcome(crashed=f"the process running the submission ended while importing "
+                           f"it ({type(exc).__name__}): os._exit, a crash, or too much memory")
+        self.import_errors = hello.get("imports", {})
+        self.import_output = hello.get("output", "")
+        return None
+
+    def call(self, probe: str, seed: int = 0, timeout: float | None = None, **args) -> Outcome:
+        """Run ``probe`` on the learner's code with ``args``; never raises for learner faults."""
+        from .sandboxed import protocol
+
+        budget = self.worker.seconds_left()
+        if budget <= 0:
+            return Outcome(timed_out=True, crashed="the submission used up its total time "
+                           f"({self.worker.limits.submission_seconds:.0f} s)")
+        if self.sock is None and (failed := self._open()) is not None:
+            return failed
+        limit = min(timeout or self.worker.limits.probe_seconds, budget)
+        started = time.monotonic()
+        try:
+            reply = self._exchange({"probe": probe, "args": args, "seed": seed}, limit)
+        except TimeoutError:
+            self._drop()
+            return Outcome(timed_out=True, import_errors=self.import_errors,
+                           seconds=time.monotonic() - started)
+        except (EOFError, ConnectionError, OSError, protocol.ProtocolError) as exc:
+            self._drop()
+            return Outcome(crashed=f"the process running your code ended ({type(exc).__name__}): "
+                           "os._exit, sys.exit in a thread, a segfault, or running out of memory",
+                           import_errors=self.import_errors, seconds=time.monotonic() - started)
+        if "probe_error" in reply:
+            raise RuntimeError(f"grader error in probe {probe}: {reply['probe_error']}")
+        return Outcome(
+            value=reply.get("value"), error=reply.get("error"), import_errors=self.import_errors,
+            output=reply.get("output", ""), seconds=float(reply.get("seconds", 0.0)),
+        )
+
+    def close(self) -> None:
+        self._drop()
+
+
+class PlainLauncher:
+    """Runs the worker as an ordinary child process (the weaker fallback, without bwrap)."""
+
+    name = "process"
+    warning = (
+        "bubblewrap (bwrap) is not installed: learner code ran in a separate process with "
+        "resource limits, but without the sandbox (it could read files and use the network)"
+    )
+
+    cuda = False
+
+    def child_limits(self) -> dict:
+        """Limits only this launcher can enforce (the sandbox adds a user to drop to)."""
+        return {}
+
+    def command(self, worker, sandboxed, submission, run_dir, scratch) -> list[str]:
+        return [sys.executable, "-I", str(worker), "--submission", str(submission),
+                "--socket", str(run_dir / "worker.sock"), "--scratch", str(scratch)]
+
+    def environment(self) -> dict:
+        keep = ("PATH", "LANG", "LC_ALL", "HOME", "CUDA_VISIBLE_DEVICES", "OPENBLAS_CORETYPE",
+                "OPENBLAS_L2_SIZE", "LD_LIBRARY_PATH")
+        return {k: v for k, v in os.environ.items() if k in keep}
+
+    def kill(self, proc: subprocess.Popen) -> None:
+        try:
+            os.killpg(proc.pid, 9)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
