@@ -49,6 +49,18 @@ def unwrap(outcome: Outcome, what: str, module: str | None = None) -> object:
     return outcome.value
 
 
+def unwrap_meta(outcome: Outcome, what: str, module: str | None = None) -> object:
+    """``unwrap`` for a call on the meta device, where an error usually means a fixed device."""
+    if outcome.error is not None and not outcome.error.get("not_implemented"):
+        raise Mistake(
+            f"{what} raised {describe_error(outcome.error)}. Tensors on the meta device have a "
+            "shape but no values, so this usually means your code moves them to a hard-coded "
+            "device (.to('cpu'), .cpu(), device='cpu') or reads values where it needs none: "
+            "create new tensors with device=ids.device (or the weight's)"
+        )
+    return unwrap(outcome, what, module)
+
+
 def expect_error(outcome: Outcome, what: str, kinds: tuple[str, ...], why: str,
                  module: str | None = None) -> dict:
     """The learner's exception, which must be one of ``kinds``; a Mistake otherwise."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 
 from lumen import stages
-from solutions.release import LUMEN, _replace, find_regions
+from solutions.release import LUMEN, stub
 
 MODULES = tuple(name.removesuffix(".py") for name in stages.SUBMISSION_FILES)
 
@@ -23,9 +23,8 @@ def _source(module: str) -> str:
 
 def stubbed_source(module: str, stage: str) -> str:
     """lumen/``module``.py with ``stage``'s solution regions replaced by stubs."""
-    source = _source(module)
-    regions = [r for r in find_regions(source, f"{module}.py") if r.stage == stage]
-    return _replace(source.splitlines(), regions, {})
+    others = [s for s in stages.STAGE_NAMES if s != stage]
+    return stub(_source(module), f"{module}.py", solved=others)
 
 
 @functools.cache

@@ -89,7 +89,8 @@ def embedding_forward(m, vocab_size, d_model, weight, ids, device="cpu", scale=F
         out = layer(ids)
     result = {"out": out, "calls": sorted(recorder.names)}
     if grad is not None and isinstance(out, torch.Tensor):
-        out.backward(grad.to(out.device, out.dtype))
+        if out.requires_grad:  # else: cut off from the weight, reported as no gradient
+            out.backward(grad.to(out.device, out.dtype))
         result["grad"] = layer.weight.grad
     return result
 

@@ -10,7 +10,14 @@ import ast
 
 import torch
 
-from autograder.feedback import Mistake, expect_error, expect_tensor, first_difference, unwrap
+from autograder.feedback import (
+    Mistake,
+    expect_error,
+    expect_tensor,
+    first_difference,
+    unwrap,
+    unwrap_meta,
+)
 from lumen import embeddings as ref
 
 STAGE = "embedding"
@@ -88,7 +95,7 @@ def test_meta_device_and_dtypes(learner, seed, gen, devices):
         outcome = learner.call("embedding_forward", seed=seed, vocab_size=V, d_model=d,
                                weight=weight, ids=ids, device="meta")
         what = f"Embedding({V}, {d}) with weight and ids on the meta device"
-        out = expect_tensor(unwrap(outcome, what, MODULE)["out"], what, device="meta")
+        out = expect_tensor(unwrap_meta(outcome, what, MODULE)["out"], what, device="meta")
         if tuple(out.shape) != (2, 3, d):
             raise Mistake(f"{what}: shape {tuple(out.shape)}, expected {(2, 3, d)}")
 

@@ -1,0 +1,53 @@
+"""The hidden suites, checked: correct alternatives get full marks, known mistakes are named.
+
+Each variant is lumen with some functions swapped (tests/variants/<stage>.py), graded on its
+stage alone. A correct alternative must get the stage's full marks; a mistake must fail the
+named hidden test with a message that contains the expected words.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+from autograder.__main__ import grade
+from lumen.stages import STAGE_NAMES
+from tests.variants.build import make_submission
+
+
+def _variants(kind: str) -> list:
+    out = []
+    for stage in STAGE_NAMES:
+        try:
+            module = importlib.import_module(f"tests.variants.{stage}")
+        except ModuleNotFoundError:
+            continue
+        for name, value in getattr(module, kind).items():
+            out.append(pytest.param(stage, value, id=f"{stage}: {name}"))
+    return out
+
+
+def _grade_stage(tmp_path, stage, replacements):
+    folder = make_submission(tmp_path / "submission", replacements)
+    result = grade(folder, device="auto", stages=[stage])
+    return next(s for s in result.stages if s.name == stage)
+
+
+@pytest.mark.parametrize(("stage", "replacements"), _variants("CORRECT"))
+def test_correct_alternative_gets_full_marks(tmp_path, stage, replacements):
+    graded = _grade_stage(tmp_path, stage, replacements)
+    failures = [f"{r.name}: {r.message}" for r, _, _ in graded.tests if not r.passed]
+    assert not failures, "a correct alternative lost points:\n" + "\n".join(failures)
+
+
+@pytest.mark.parametrize(("stage", "mistake"), _variants("MISTAKES"))
+def test_mistake_is_named(tmp_path, stage, mistake):
+    replacements, test, words = mistake
+    graded = _grade_stage(tmp_path, stage, replacements)
+    verdicts = {r.name: r for r, _, _ in graded.tests}
+    assert test in verdicts, f"no hidden test called {test}"
+    verdict = verdicts[test]
+    assert not verdict.passed, f"{test} passed a submission with this mistake"
+    assert words in verdict.message, f"{test} failed, but its message lacks {words!r}: {verdict.message}"
+    assert not verdict.grader_error, verdict.message
