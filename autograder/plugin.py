@@ -11,11 +11,10 @@ from __future__ import annotations
 import hashlib
 import secrets
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 
-from .worker_client import Limits, StageSession, Worker
+from .worker_client import StageSession, Worker
 
 
 @dataclass
@@ -35,11 +34,14 @@ class TestResult:
 
 @dataclass
 class GradingContext:
-    """Everything one grading run shares: the worker, its stage sessions, devices and seed."""
+    """One submission's grading: its files, stage sessions, seed, deadline and verdicts."""
 
     worker: Worker
     devices: list[str]
+    files: dict[str, str]  # the learner's file name -> text, as sent to each stage child
+    uid: int | None = None  # the unprivileged user its code runs as (in the sandbox)
     seed: int = field(default_factory=lambda: secrets.randbelow(2**31))
+    deadline: float = field(default_factory=lambda: float("inf"))
     sessions: dict[str, StageSession] = field(default_factory=dict)
     results: list[TestResult] = field(default_factory=list)
 
@@ -47,14 +49,17 @@ class GradingContext:
         from .reference import stage_request
 
         if stage not in self.sessions:
-            request = {**stage_request(stage), "limits": self.child_limits()}
-            self.sessions[stage] = StageSession(self.worker, stage, request)
+            request = {**stage_request(stage), "files": self.files, "limits": self.child_limits()}
+            self.sessions[stage] = StageSession(self.worker, stage, request, self.deadline)
         return self.sessions[stage]
 
     def child_limits(self) -> dict:
         limits = self.worker.limits
-        return {"memory_bytes": limits.memory_bytes, "file_bytes": limits.file_bytes,
-                "cuda": "cuda" in self.devices, **self.worker.launcher.child_limits()}
+        out = {"memory_bytes": limits.memory_bytes, "file_bytes": limits.file_bytes,
+               "cuda": "cuda" in self.devices, **self.worker.launcher.child_limits()}
+        if self.uid is not None and "uid" in out:
+            out["uid"] = self.uid
+        return out
 
     def test_seed(self, name: str) -> int:
         """A seed per test, derived from the run's seed: one number reproduces the whole run."""
@@ -62,9 +67,11 @@ class GradingContext:
         return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
     def close(self) -> None:
+        """End this submission's children and anything they left running."""
         for session in self.sessions.values():
             session.close()
-        self.worker.close()
+        if self.uid is not None:
+            self.worker.kill_user(self.uid)
 
 
 class GradingPlugin:
@@ -128,12 +135,3 @@ def _verdict(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport
                 "this is not your fault: please tell your instructor"
             )
     return result
-
-
-def start(submission: Path, devices: list[str], limits: Limits, launcher, seed: int | None = None
-          ) -> GradingContext:
-    """Start the worker for ``submission`` now (it imports torch while we do too)."""
-    context = GradingContext(worker=Worker(submission, limits, launcher), devices=devices)
-    if seed is not None:
-        context.seed = seed
-    return context

@@ -1,8 +1,8 @@
 """The bubblewrap sandbox around the worker.
 
 Inside: no network, its own process tree, a read-only view of the system with the home
-folders, /work, the repository (lumen, the hidden suites) and every other submission hidden,
-a 64 MiB private /tmp, and the learner's own files. The worker's children drop to an
+folders, /work, the repository (lumen, the hidden suites) and every submission hidden, and a
+64 MiB private /tmp in which each stage child writes its learner's files for its user alone. The worker's children drop to an
 unprivileged user before they import learner code, so a fork bomb meets RLIMIT_NPROC and the
 zygote (root) cannot be signalled. When the grader ends the sandbox, every process in it ends.
 """
@@ -13,6 +13,7 @@ import os
 import shutil
 import site
 import subprocess
+import tempfile
 import sys
 from pathlib import Path
 
@@ -50,13 +51,13 @@ class BwrapLauncher(PlainLauncher):
     def child_limits(self) -> dict:
         return {"uid": NOBODY, "processes": 256}
 
-    def command(self, worker, sandboxed, submission, run_dir, scratch) -> list[str]:
+    def command(self, worker, sandboxed, run_dir, scratch) -> list[str]:
         os.chmod(run_dir, 0o700)  # the socket: root (the zygote) only
         args = [self.bwrap, "--die-with-parent", "--new-session", "--unshare-net",
                 "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
                 "--ro-bind", "/", "/", "--proc", "/proc"]
         args += ["--dev-bind", "/dev", "/dev"] if self.cuda else ["--dev", "/dev"]
-        for hidden in sorted({*HIDDEN, str(REPO), str(Path(submission).parent)}):
+        for hidden in sorted({*HIDDEN, str(REPO), tempfile.gettempdir()}):
             if os.path.isdir(hidden):
                 args += ["--tmpfs", hidden]
         for needed in sorted({sys.prefix, sys.base_prefix, *site.getsitepackages()}):
@@ -66,7 +67,6 @@ class BwrapLauncher(PlainLauncher):
                 args += ["--ro-bind", needed, needed]  # python and its packages, read-only
         args += ["--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
                  "--ro-bind", str(sandboxed), "/tmp/grader",
-                 "--ro-bind", str(submission), "/tmp/submission",
                  "--bind", str(run_dir), "/tmp/run",
                  "--chdir", "/tmp", "--clearenv", "--setenv", "HOME", "/tmp",
                  "--setenv", "PATH", "/usr/bin:/bin"]
@@ -74,8 +74,7 @@ class BwrapLauncher(PlainLauncher):
             if key in os.environ:
                 args += ["--setenv", key, os.environ[key]]
         return args + [sys.executable, "-I", "/tmp/grader/worker.py",
-                       "--submission", "/tmp/submission", "--socket", "/tmp/run/worker.sock",
-                       "--scratch", "/tmp/scratch"]
+                       "--socket", "/tmp/run/worker.sock", "--scratch", "/tmp/children"]
 
 
 def _under_hidden(path: str, hidden: tuple[str, ...]) -> bool:

@@ -55,13 +55,15 @@ class WorkerError(RuntimeError):
 
 
 class Worker:
-    """One zygote process for one submission, started at once so it loads torch in parallel."""
+    """One zygote process, started at once so it loads torch while the grader does too.
 
-    def __init__(self, submission: Path, limits: Limits, launcher) -> None:
-        self.submission = Path(submission)
+    It holds no submission: each stage child receives its learner's files, so one warm worker
+    grades a whole class, one submission after another.
+    """
+
+    def __init__(self, limits: Limits, launcher) -> None:
         self.limits = limits
         self.launcher = launcher
-        self.deadline = time.monotonic() + limits.submission_seconds
         self.proc: subprocess.Popen | None = None
         self.restarts = 0
         self._start()
@@ -74,7 +76,6 @@ class Worker:
         argv = self.launcher.command(
             worker=SANDBOXED / "worker.py",
             sandboxed=SANDBOXED,
-            submission=self.submission,
             run_dir=self.tmp / "run",
             scratch=self.tmp / "scratch",
         )
@@ -128,8 +129,13 @@ class Worker:
         sock.connect(str(self.socket_path))
         return sock
 
-    def seconds_left(self) -> float:
-        return self.deadline - time.monotonic()
+    def kill_user(self, uid: int) -> None:
+        """End whatever a submission's user left running (its background processes)."""
+        try:
+            self.proc.stdin.write(f"killuid {uid}\n".encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError, AttributeError):
+            pass
 
     def close(self) -> None:
         if self.proc is not None:
@@ -153,8 +159,9 @@ class Worker:
 class StageSession:
     """Probe calls for one stage, in one worker child, reopened if the child dies."""
 
-    def __init__(self, worker: Worker, stage: str, request: dict) -> None:
+    def __init__(self, worker: Worker, stage: str, request: dict, deadline: float) -> None:
         self.worker = worker
+        self.deadline = deadline  # time.monotonic() by which the whole submission must be done
         self.stage = stage
         self.request = request  # reference sources and foreign functions for this stage
         self.sock: socket.socket | None = None
@@ -181,7 +188,7 @@ class StageSession:
         """Connect and load the submission; an Outcome if that already failed."""
         from .sandboxed import protocol
 
-        timeout = min(self.worker.limits.import_seconds, self.worker.seconds_left())
+        timeout = min(self.worker.limits.import_seconds, self.deadline - time.monotonic())
         try:
             self.sock = self.worker.connect()
             self.children += 1
@@ -204,7 +211,7 @@ class StageSession:
         """Run ``probe`` on the learner's code with ``args``; never raises for learner faults."""
         from .sandboxed import protocol
 
-        budget = self.worker.seconds_left()
+        budget = self.deadline - time.monotonic()
         if budget <= 0:
             return Outcome(timed_out=True, crashed="the submission used up its total time "
                            f"({self.worker.limits.submission_seconds:.0f} s)")
@@ -249,9 +256,9 @@ class PlainLauncher:
         """Limits only this launcher can enforce (the sandbox adds a user to drop to)."""
         return {}
 
-    def command(self, worker, sandboxed, submission, run_dir, scratch) -> list[str]:
-        return [sys.executable, "-I", str(worker), "--submission", str(submission),
-                "--socket", str(run_dir / "worker.sock"), "--scratch", str(scratch)]
+    def command(self, worker, sandboxed, run_dir, scratch) -> list[str]:
+        return [sys.executable, "-I", str(worker), "--socket", str(run_dir / "worker.sock"),
+                "--scratch", str(scratch / "children")]
 
     def environment(self) -> dict:
         keep = ("PATH", "LANG", "LC_ALL", "HOME", "CUDA_VISIBLE_DEVICES", "OPENBLAS_CORETYPE",

@@ -1,9 +1,10 @@
 """The worker: imports torch once, then forks one child per stage to run learner code.
 
-Run as ``python worker.py --submission DIR --socket PATH``. The process (the "zygote") never
+Run as ``python worker.py --socket PATH --scratch DIR``. The process (the "zygote") never
 runs learner code itself: it imports torch, listens on a Unix socket, prints ``ready``, and
-forks a child for every connection. The grader sends the child a stage name and the reference
-source for every *other* stage; the child loads the learner's files, swaps in the reference
+forks a child for every connection. The grader sends the child the learner's files, a stage
+name and the reference source for every *other* stage; the child writes the files where only
+its own user can read them, drops to that user, loads them, swaps in the reference
 for what the stage does not own, and answers probe requests until the grader hangs up. A child
 that hangs or crashes costs only its own connection; the grader asks the zygote (on stdin:
 ``kill PID``) to end it and connects again for a fresh one.
@@ -16,6 +17,7 @@ import importlib.util
 import os
 import resource
 import select
+import shutil
 import signal
 import socket
 import sys
@@ -189,7 +191,22 @@ def _read_new(path: str, offset: int) -> tuple[str, int]:
     return text, end
 
 
-def serve(conn: socket.socket, submission: str, scratch: str) -> None:
+def _private_copy(scratch: str, files: dict, uid: int | None) -> str:
+    """Write the submission's files into a folder only this child's user can read."""
+    folder = os.path.join(scratch, f"submission-{os.getpid()}")
+    os.makedirs(folder, mode=0o700)
+    for name, text in files.items():
+        if name in {f"{m}.py" for m in MODULES}:
+            with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
+                f.write(text)
+            if uid is not None:
+                os.chown(os.path.join(folder, name), uid, uid)
+    if uid is not None:
+        os.chown(folder, uid, uid)
+    return folder
+
+
+def serve(conn: socket.socket, scratch: str) -> None:
     """One child: load the submission for a stage, then answer probes until EOF."""
     os.setpgid(0, 0)  # its own process group, so the zygote can end it with everything it started
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)  # the zygote's control pipe is not the learner's
@@ -198,6 +215,7 @@ def serve(conn: socket.socket, submission: str, scratch: str) -> None:
     limits = request.get("limits", {})
     _confine(limits)
     torch.set_num_threads(1)
+    submission = _private_copy(scratch, request.get("files", {}), limits.get("uid"))
     _, out_path = _capture_output(scratch)  # opened before the drop: scratch stays root's
     _drop_privileges(limits)
     modules, errors = load(submission, request)
@@ -234,8 +252,23 @@ def _warm_up() -> None:
     torch.nn.functional.linear(x, torch.ones(4, 2)).softmax(-1).sum().backward()
 
 
-def zygote(submission: str, socket_path: str, scratch: str) -> None:
+def _kill_user(uid: int) -> None:
+    """End every process of ``uid``: what a submission left behind (setsid escapes its group)."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as status:
+                line = next(x for x in status if x.startswith("Uid:"))
+            if int(line.split()[1]) == uid:
+                os.kill(int(entry), signal.SIGKILL)
+        except (OSError, StopIteration, ValueError):
+            pass
+
+
+def zygote(socket_path: str, scratch: str) -> None:
     _warm_up()
+    os.makedirs(scratch, mode=0o711, exist_ok=True)  # children may pass, not list
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(socket_path)
     listener.listen(16)
@@ -252,6 +285,7 @@ def zygote(submission: str, socket_path: str, scratch: str) -> None:
             if pid == 0:
                 break
             children.discard(pid)
+            shutil.rmtree(os.path.join(scratch, f"submission-{pid}"), ignore_errors=True)
         if stdin in readable:
             line = stdin.readline().decode(errors="replace").split()
             if not line or line[0] == "exit":
@@ -260,6 +294,8 @@ def zygote(submission: str, socket_path: str, scratch: str) -> None:
                 return
             if line[0] == "kill" and len(line) == 2 and line[1].isdigit():
                 _kill(int(line[1]))
+            if line[0] == "killuid" and len(line) == 2 and line[1].isdigit() and int(line[1]):
+                _kill_user(int(line[1]))
         if listener in readable:
             conn, _ = listener.accept()
             pid = os.fork()
@@ -267,7 +303,7 @@ def zygote(submission: str, socket_path: str, scratch: str) -> None:
                 listener.close()
                 code = 0
                 try:
-                    serve(conn, submission, scratch)
+                    serve(conn, scratch)
                 except BaseException:  # noqa: BLE001 - the grader sees the closed connection
                     traceback.print_exc()  # into the captured output, or the zygote's stderr
                     code = 1
@@ -286,11 +322,10 @@ def _kill(pid: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--submission", required=True)
     parser.add_argument("--socket", required=True)
     parser.add_argument("--scratch", required=True)
     args = parser.parse_args()
-    zygote(os.path.abspath(args.submission), args.socket, args.scratch)
+    zygote(args.socket, args.scratch)
 
 
 if __name__ == "__main__":

@@ -28,14 +28,28 @@ def pytest_configure(config: pytest.Config) -> None:
     submission = config.getoption("--submission")
     if not submission:
         raise pytest.UsageError("the hidden suites need --submission PATH (a learner's folder)")
-    from autograder import plugin
-    from autograder.__main__ import choose_devices, choose_launcher
-    from autograder.submission import prepare
-    from autograder.worker_client import Limits
+    from autograder.grading import Grader
 
-    prepared = prepare(Path(submission))
-    context = plugin.start(prepared.folder, choose_devices(config.getoption("--grade-device")),
-                           Limits(), choose_launcher("auto"), config.getoption("--grade-seed"))
-    config.pluginmanager.register(GradingPlugin(context), "lumen-grading")
-    config.add_cleanup(context.close)
-    config.add_cleanup(prepared.cleanup)
+    grader = Grader(config.getoption("--grade-device"))
+    config.add_cleanup(grader.close)
+    config.pluginmanager.register(_Direct(grader, Path(submission), config.getoption("--grade-seed")),
+                                  "lumen-direct")
+
+
+class _Direct:
+    """Grades the --submission once per pytest session, for instructors running the suites."""
+
+    def __init__(self, grader, submission: Path, seed: int | None) -> None:
+        from autograder.plugin import GradingContext, GradingPlugin
+        from autograder.submission import prepare
+
+        prepared = prepare(submission)
+        files = {p.name: p.read_text(encoding="utf-8") for p in prepared.folder.glob("*.py")}
+        prepared.cleanup()
+        context = GradingContext(worker=grader.worker, devices=grader.devices, files=files)
+        if seed is not None:
+            context.seed = seed
+        self.plugin = GradingPlugin(context)
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        config.pluginmanager.register(self.plugin, "lumen-grading")
