@@ -21,6 +21,18 @@ class NotImplementedYet(Mistake):
     """The learner's function still raises the stub's NotImplementedError."""
 
 
+class Reply(dict):
+    """A probe's reply: a missing key means the worker's answer was tampered with."""
+
+    def __getitem__(self, key: str) -> object:
+        if key not in self:
+            raise Mistake(
+                f"the answer from your code's process lacks {key!r}: it was not produced by the "
+                "grader's probe (did your code replace parts of the grader?)"
+            )
+        return dict.__getitem__(self, key)
+
+
 def describe_error(error: dict) -> str:
     where = f" (at {error['where'][-1]})" if error.get("where") else ""
     return f"{error['type']}: {error['message']}{where}"
@@ -46,6 +58,8 @@ def unwrap(outcome: Outcome, what: str, module: str | None = None) -> object:
         if outcome.error.get("not_implemented"):
             raise NotImplementedYet(f"{what} is not implemented yet")
         raise Mistake(f"{what} raised {describe_error(outcome.error)}")
+    if isinstance(outcome.value, dict):
+        return Reply(outcome.value)
     return outcome.value
 
 

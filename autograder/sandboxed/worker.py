@@ -275,6 +275,7 @@ def zygote(socket_path: str, scratch: str) -> None:
     children: set[int] = set()
     print("ready", flush=True)
     stdin = sys.stdin.buffer
+    pending = b""
     while True:
         readable, _, _ = select.select([listener, stdin], [], [], 0.5)
         while children:  # reap whatever has ended
@@ -287,15 +288,19 @@ def zygote(socket_path: str, scratch: str) -> None:
             children.discard(pid)
             shutil.rmtree(os.path.join(scratch, f"submission-{pid}"), ignore_errors=True)
         if stdin in readable:
-            line = stdin.readline().decode(errors="replace").split()
-            if not line or line[0] == "exit":
-                for pid in children:
-                    _kill(pid)
-                return
-            if line[0] == "kill" and len(line) == 2 and line[1].isdigit():
-                _kill(int(line[1]))
-            if line[0] == "killuid" and len(line) == 2 and line[1].isdigit() and int(line[1]):
-                _kill_user(int(line[1]))
+            data = os.read(stdin.fileno(), 65536)  # every command that arrived, not one line
+            if not data:
+                return _stop(children)
+            pending += data
+            *lines, pending = pending.split(b"\n")
+            for raw in lines:
+                line = raw.decode(errors="replace").split()
+                if line == ["exit"]:
+                    return _stop(children)
+                if len(line) == 2 and line[1].isdigit() and line[0] == "kill":
+                    _kill(int(line[1]))
+                elif len(line) == 2 and line[1].isdigit() and line[0] == "killuid":
+                    _kill_user(int(line[1]))
         if listener in readable:
             conn, _ = listener.accept()
             pid = os.fork()
@@ -310,6 +315,11 @@ def zygote(socket_path: str, scratch: str) -> None:
                 os._exit(code)
             conn.close()
             children.add(pid)
+
+
+def _stop(children: set[int]) -> None:
+    for pid in children:
+        _kill(pid)
 
 
 def _kill(pid: int) -> None:
