@@ -47,6 +47,7 @@ def check_ids(ids: Tensor, vocab_size: int) -> None:
         )
     if ids.numel() == 0 or ids.device.type == "meta":
         return  # nothing to check: no ids, or no values on the meta device
+    ids = ids.long()  # compare in int64: in uint8 or int16, vocab_size itself would wrap around
     bad = (ids < 0) | (ids >= vocab_size)
     if bool(bad.any()):
         first = int(ids[bad].flatten()[0])
@@ -135,8 +136,10 @@ class Embedding(nn.Module):
         ### BEGIN SOLUTION
         check_ids(ids, self.vocab_size)
         # index_select on the flattened ids is the row lookup E[ids]; its backward is an
-        # index_add, so repeated ids accumulate their gradients.
-        rows = self.weight.index_select(0, ids.reshape(-1).to(self.weight.device))  # (N, d)
+        # index_add, so repeated ids accumulate their gradients. It refuses uint8 and int16
+        # ids, so the flattened ids are widened to int64.
+        index = ids.reshape(-1).to(self.weight.device, torch.long)  # (N,)
+        rows = self.weight.index_select(0, index)  # (N, d)
         rows = rows.view(*ids.shape, self.d_model)  # (..., d)
         ### END SOLUTION
         return self.scale_output(rows)
@@ -266,7 +269,9 @@ def cosine_neighbours(E: Tensor, token: int | Tensor, k: int) -> tuple[Tensor, T
     else:
         index = _row_index(E, token, "token")
         query, exclude = E[index], [index]
-    return _top_k(cosine_similarity(E, query), k, exclude)  # sims over all V rows
+    # cosine_similarity(E, query), as one matmul over the table instead of a normalised copy
+    sims = (E @ query) / (E.norm(dim=1).clamp_min(1e-8) * query.norm().clamp_min(1e-8))  # (V,)
+    return _top_k(sims, k, exclude)
     ### END SOLUTION
 
 
@@ -291,7 +296,8 @@ def analogy(
     a, b, c = (_row_index(E, t, name) for t, name in ((a, "a"), (b, "b"), (c, "c")))
     query = E[b] - E[a] + E[c]  # (d,): the offset a -> b, applied to c
     exclude = [a, b, c] if exclude_inputs else []
-    return _top_k(cosine_similarity(E, query), k, exclude)
+    sims = (E @ query) / (E.norm(dim=1).clamp_min(1e-8) * query.norm().clamp_min(1e-8))  # (V,)
+    return _top_k(sims, k, exclude)
     ### END SOLUTION
 
 
