@@ -28,6 +28,9 @@ grade: setup                 ## grade $(SUBMISSION) (default: exercises/), stage
 test: setup-dev              ## the repository's own tests
 	$(PY) -m pytest
 
+stubs: setup                 ## regenerate exercises/ from lumen/, the single source of every line
+	$(PY) -m solutions.release
+
 lint: setup-dev
 	$(PY) -m ruff check .
 

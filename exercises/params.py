@@ -1,0 +1,137 @@
+# Generated from lumen/params.py by `make stubs`: do not edit this header.
+# Learners: write your code only where it says YOUR CODE HERE, then run
+#   pytest exercises -m <stage>
+# Course staff: edit lumen/params.py (the single source) and run `make stubs`.
+"""The chapter's parameter calculator: where a GPT-2-style model keeps its parameters.
+
+The embedding table grows with V x d, the blocks with N x d^2, so the table is a large share
+of a small model and a small share of a large one. Run ``python -m lumen.params gpt2 --untied``
+to see the split as a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+import torch
+
+#: GPT-2's four published sizes (Radford et al., 2019): shared vocabulary and context.
+PRESETS: dict[str, dict[str, int]] = {
+    "gpt2": {"vocab_size": 50257, "n_ctx": 1024, "d_model": 768, "n_layers": 12, "n_heads": 12},
+    "gpt2-medium": {"vocab_size": 50257, "n_ctx": 1024, "d_model": 1024, "n_layers": 24, "n_heads": 16},
+    "gpt2-large": {"vocab_size": 50257, "n_ctx": 1024, "d_model": 1280, "n_layers": 36, "n_heads": 20},
+    "gpt2-xl": {"vocab_size": 50257, "n_ctx": 1024, "d_model": 1600, "n_layers": 48, "n_heads": 25},
+}
+
+#: Bytes per number for the dtypes ``memory_bytes`` understands.
+DTYPE_BYTES: dict[str, int] = {"fp32": 4, "fp16": 2, "bf16": 2}
+_TORCH_DTYPES = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
+
+
+@dataclass(frozen=True)
+class ParamCount:
+    """A GPT-2-style model's parameters, by where they live.
+
+    Attributes:
+        token_embedding: the V x d table (wte).
+        position_embedding: the n_ctx x d table (wpe).
+        attention: every block's c_attn and c_proj, weights and biases, summed over blocks.
+        mlp: every block's c_fc and c_proj, weights and biases, summed over blocks.
+        layer_norms: every block's ln_1 and ln_2 (scale and shift), summed over blocks.
+        final_norm: ln_f after the last block.
+        lm_head: the d -> V output layer (no bias); 0 when tied to the token embedding.
+        total: the sum of all of the above, each Parameter counted once.
+    """
+
+    token_embedding: int
+    position_embedding: int
+    attention: int
+    mlp: int
+    layer_norms: int
+    final_norm: int
+    lm_head: int
+    total: int
+
+    @property
+    def embedding_share(self) -> float:
+        """The token embedding's fraction of all parameters (0.31 for GPT-2 small, tied)."""
+        # YOUR CODE HERE (stage: params)
+        raise NotImplementedError(
+            "ParamCount.embedding_share is not implemented yet (stage 'params')"
+        )
+
+    def memory_bytes(self, dtype: str | torch.dtype = "fp32") -> int:
+        """Bytes to store every parameter once in ``dtype`` ("fp32", "fp16", "bf16" or torch's).
+
+        Raises:
+            ValueError: for any other dtype; the message lists the ones understood.
+        """
+        # YOUR CODE HERE (stage: params)
+        raise NotImplementedError("ParamCount.memory_bytes is not implemented yet (stage 'params')")
+
+
+def count_params(
+    vocab_size: int, d_model: int, n_layers: int, n_ctx: int, tied: bool = True
+) -> ParamCount:
+    """Count a GPT-2-style model's parameters without building it.
+
+    The model: token and position embeddings, ``n_layers`` pre-LN blocks (LayerNorm, attention
+    with a fused d -> 3d projection and a d -> d output projection, LayerNorm, an MLP d -> 4d
+    -> d; every Linear and LayerNorm with a bias), a final LayerNorm, and a d -> V head without
+    bias that is the token embedding itself when ``tied``.
+
+    Args:
+        vocab_size: V.
+        d_model: d.
+        n_layers: N, the number of blocks.
+        n_ctx: the context length (rows of the position embedding).
+        tied: whether the output layer reuses the token embedding (weight tying).
+
+    Returns:
+        The ``ParamCount``; ``count_params(50257, 768, 12, 1024).total == 124_439_808``.
+    """
+    # YOUR CODE HERE (stage: params)
+    raise NotImplementedError("count_params is not implemented yet (stage 'params')")
+
+
+def format_table(count: ParamCount, title: str = "") -> str:
+    """The calculator's split as a text table, with shares and memory at three precisions."""
+    rows = [
+        ("token embedding (wte)", count.token_embedding),
+        ("position embedding (wpe)", count.position_embedding),
+        ("attention", count.attention),
+        ("mlp", count.mlp),
+        ("layer norms", count.layer_norms),
+        ("final norm", count.final_norm),
+        ("output layer (lm_head)", count.lm_head),
+    ]
+    lines = [title] if title else []
+    lines.append(f"{'part':<26}{'parameters':>15}{'share':>9}")
+    for name, n in rows:
+        lines.append(f"{name:<26}{n:>15,}{n / count.total:>9.1%}")
+    lines.append(f"{'total':<26}{count.total:>15,}{1:>9.1%}")
+    for dtype in DTYPE_BYTES:
+        lines.append(f"{'memory, ' + dtype:<26}{count.memory_bytes(dtype) / 2**20:>12,.1f} MiB")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m lumen.params",
+        description="Where a GPT-2-style model's parameters live (the chapter's calculator).",
+    )
+    parser.add_argument("preset", nargs="?", choices=sorted(PRESETS), default="gpt2")
+    parser.add_argument("--untied", action="store_true", help="a separate output layer")
+    for name in ("vocab_size", "d_model", "n_layers", "n_ctx"):
+        parser.add_argument(f"--{name.replace('_', '-')}", type=int, help=f"override {name}")
+    args = parser.parse_args(argv)
+    shape = {k: v for k, v in PRESETS[args.preset].items() if k != "n_heads"}
+    shape.update({k: getattr(args, k) for k in shape if getattr(args, k) is not None})
+    count = count_params(**shape, tied=not args.untied)
+    described = ", ".join(f"{k}={v}" for k, v in shape.items())
+    print(format_table(count, f"{args.preset} ({described}, {'untied' if args.untied else 'tied'})"))
+
+
+if __name__ == "__main__":
+    main()

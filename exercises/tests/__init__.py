@@ -1,0 +1,1 @@
+"""Self-check tests, one file per stage: ``pytest exercises -m embedding`` and so on."""

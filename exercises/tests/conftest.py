@@ -1,0 +1,190 @@
+"""The one seam between the self-check tests and the code they check.
+
+Tests never import your code themselves: they take the modules from the fixtures below
+(``embeddings``, ``params``, ``gpt2``, ``vectors``, ``tokenizer``), which come from the
+``exercises`` package, yours. ``--impl=PACKAGE`` (or the environment variable
+``LUMEN_IMPL=PACKAGE``) points every test at another package with the same files, such as the
+course's reference: ``pytest exercises --impl=lumen``.
+
+Run one stage at a time, in the chapter's order, from the folder that holds exercises/::
+
+    pytest exercises -m embedding
+
+A stage may use the stages before it, never the ones after it: while a test of an earlier
+stage runs, the few later-stage functions it passes through (``Embedding.reset_parameters``,
+``Embedding.scale_output``, ``GPT2.init_weights``) are replaced by neutral stand-ins, so that
+'embedding' can pass before 'init' is written. A stub you have not written yet fails its tests
+with "not implemented yet", naming the function and its stage.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+import re
+from collections.abc import Generator, Mapping
+from types import ModuleType
+from typing import Any
+
+import pytest
+import torch
+from torch import Tensor
+
+DEFAULT_IMPL = "exercises"
+ENV_VAR = "LUMEN_IMPL"
+#: The message every stub raises: "Embedding.forward is not implemented yet (stage 'embedding')".
+STUB_MESSAGE = re.compile(
+    r"^(?P<function>[\w.]+) is not implemented yet \(stage '(?P<stage>\w+)'\)$"
+)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--impl",
+        default=None,
+        metavar="PACKAGE",
+        help=f"the package whose code the tests check (default: ${ENV_VAR} or {DEFAULT_IMPL})",
+    )
+
+
+def impl_package(option: str | None, environ: Mapping[str, str] = os.environ) -> str:
+    """The package under test: ``--impl``, else ``$LUMEN_IMPL``, else ``exercises``."""
+    return option or environ.get(ENV_VAR) or DEFAULT_IMPL
+
+
+def load(config: pytest.Config, module: str) -> ModuleType:
+    """``module`` (e.g. "embeddings") from the package under test."""
+    package = impl_package(config.getoption("--impl"))
+    return _import(package, module)
+
+
+@functools.cache
+def _import(package: str, module: str) -> ModuleType:
+    try:
+        return importlib.import_module(f"{package}.{module}")
+    except ModuleNotFoundError as error:
+        if error.name in (package, f"{package}.{module}"):
+            raise pytest.UsageError(
+                f"cannot import {package}.{module}: run pytest from the folder that holds "
+                f"{package}/ (--impl and ${ENV_VAR} choose the package)"
+            ) from None
+        raise
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The stage markers, from the same list the stubs and the grader read (stages.py), so
+    # that `-m embedding` works without the repository's pyproject.toml.
+    for stage in load(config, "stages").STAGES:
+        config.addinivalue_line("markers", f"{stage.name}: stage '{stage.name}', {stage.title}")
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"checking the package: {impl_package(config.getoption('--impl'))}"
+
+
+def stage_of(item: pytest.Item) -> str | None:
+    """The stage a test belongs to: its stage marker (each test file sets one)."""
+    names = load(item.config, "stages").STAGE_NAMES
+    return next((m.name for m in item.iter_markers() if m.name in names), None)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """A stub's NotImplementedError becomes a one-line failure: what to write, and where."""
+    try:
+        return (yield)
+    except NotImplementedError as error:
+        stub = STUB_MESSAGE.match(str(error))
+        if stub is None:
+            raise
+        stage = stage_of(item)
+        needs = "" if stage in (None, stub["stage"]) else f"; this test of '{stage}' needs it"
+        message = (
+            f"not implemented yet: {stub['function']} (stage '{stub['stage']}'){needs}. "
+            "Write it where its stub says YOUR CODE HERE."
+        )
+        raise pytest.fail.Exception(message, pytrace=False) from None
+
+
+# The fixtures: every test reaches the code under test through these, and only these.
+
+
+@pytest.fixture(scope="session")
+def embeddings(pytestconfig: pytest.Config) -> ModuleType:
+    """embeddings.py: Embedding, check_ids, one_hot, embed_via_onehot, cosine_*, analogy."""
+    return load(pytestconfig, "embeddings")
+
+
+@pytest.fixture(scope="session")
+def params(pytestconfig: pytest.Config) -> ModuleType:
+    """params.py: count_params, ParamCount, PRESETS."""
+    return load(pytestconfig, "params")
+
+
+@pytest.fixture(scope="session")
+def gpt2(pytestconfig: pytest.Config) -> ModuleType:
+    """gpt2.py: GPT2, GPT2Config."""
+    return load(pytestconfig, "gpt2")
+
+
+@pytest.fixture(scope="session")
+def tokenizer(pytestconfig: pytest.Config) -> ModuleType:
+    """tokenizer.py (given): GPT-2's tokenizer, offline."""
+    return load(pytestconfig, "tokenizer")
+
+
+@pytest.fixture(scope="session")
+def vectors(pytestconfig: pytest.Config) -> ModuleType:
+    """vectors.py (given): GloVe word vectors, through your cosine_neighbours and analogy."""
+    return load(pytestconfig, "vectors")
+
+
+@pytest.fixture(autouse=True)
+def _seeded() -> None:
+    """Every test draws the same random numbers on every run."""
+    torch.manual_seed(0)
+
+
+# Neutral stand-ins for the later-stage functions an earlier stage passes through. Each does
+# just enough for the earlier stage's tests, and none is its own stage's answer.
+
+
+def _any_values(self: Any) -> None:
+    """For ``Embedding.reset_parameters``: any values do, tests before 'init' compare rows."""
+    self.weight.data.uniform_(-1.0, 1.0)
+
+
+def _unscaled(self: Any, x: Tensor) -> Tensor:
+    """For ``Embedding.scale_output``: tests before 'init' use the default, scale=False."""
+    return x
+
+
+def _pytorch_defaults(self: Any) -> None:
+    """For ``GPT2.init_weights``: tests before 'init' keep PyTorch's default initialisation."""
+
+
+STAND_INS: dict[str, Any] = {
+    "embeddings:Embedding.reset_parameters": _any_values,
+    "embeddings:Embedding.scale_output": _unscaled,
+    "gpt2:GPT2.init_weights": _pytorch_defaults,
+}
+
+
+@pytest.fixture(autouse=True)
+def _later_stages_stand_in(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Replace the functions of the stages after this test's stage by their stand-ins."""
+    stage = stage_of(request.node)
+    if stage is None:
+        return
+    stages = load(request.config, "stages")
+    later = stages.STAGE_NAMES[stages.STAGE_NAMES.index(stage) + 1 :]
+    for name in later:
+        for owned in stages.stage(name).owns:
+            if owned in STAND_INS:
+                module, qualname = owned.split(":")
+                *path, attribute = qualname.split(".")
+                target: Any = load(request.config, module)
+                for part in path:
+                    target = getattr(target, part)
+                monkeypatch.setattr(target, attribute, STAND_INS[owned], raising=False)

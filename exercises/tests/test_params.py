@@ -1,0 +1,108 @@
+"""Stage 'params': where a GPT-2's parameters live (chapter: "Choosing the embedding dimension").
+
+The references are GPT-2's published sizes and a model built from PyTorch's own layers.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+pytestmark = pytest.mark.params
+
+#: Parameters of the four GPT-2 checkpoints as released (tied), e.g. 124M for GPT-2 small.
+PUBLISHED = {
+    "gpt2": 124_439_808,
+    "gpt2-medium": 354_823_168,
+    "gpt2-large": 774_030_080,
+    "gpt2-xl": 1_557_611_200,
+}
+
+
+def shape(params, preset: str) -> dict[str, int]:
+    return {k: v for k, v in params.PRESETS[preset].items() if k != "n_heads"}
+
+
+@pytest.mark.parametrize("preset", list(PUBLISHED))
+def test_gpt2_sizes_as_published(params, preset):
+    count = params.count_params(**shape(params, preset))
+    assert count.total == PUBLISHED[preset], (
+        f"{preset} has {PUBLISHED[preset]:,} parameters (tied), got {count.total:,}: {count}"
+    )
+
+
+def test_untying_adds_one_more_table(params):
+    tied = params.count_params(50257, 768, 12, 1024, tied=True)
+    untied = params.count_params(50257, 768, 12, 1024, tied=False)
+    assert tied.lm_head == 0, (
+        f"tied, the output layer is the token embedding, counted once: expected lm_head 0, "
+        f"got {tied.lm_head:,}"
+    )
+    assert untied.lm_head == 50257 * 768, (
+        f"untied, the output layer is its own d x V matrix (no bias): expected "
+        f"{50257 * 768:,}, got {untied.lm_head:,}"
+    )
+    assert untied.total - tied.total == 50257 * 768, "untying adds exactly V x d parameters"
+
+
+def pytorch_counts(V: int, d: int, N: int, n_ctx: int, tied: bool) -> dict[str, int]:
+    """The same parts built from PyTorch's layers, each counted with numel()."""
+
+    def size(*modules: nn.Module) -> int:
+        return sum(p.numel() for m in modules for p in m.parameters())
+
+    block = {
+        "attention": size(nn.Linear(d, 3 * d), nn.Linear(d, d)),  # c_attn, c_proj
+        "mlp": size(nn.Linear(d, 4 * d), nn.Linear(4 * d, d)),  # c_fc, c_proj
+        "layer_norms": size(nn.LayerNorm(d), nn.LayerNorm(d)),  # ln_1, ln_2
+    }
+    counts = {
+        "token_embedding": size(nn.Embedding(V, d)),
+        "position_embedding": size(nn.Embedding(n_ctx, d)),
+        **{part: N * n for part, n in block.items()},
+        "final_norm": size(nn.LayerNorm(d)),
+        "lm_head": 0 if tied else size(nn.Linear(d, V, bias=False)),
+    }
+    return {**counts, "total": sum(counts.values())}
+
+
+@pytest.mark.parametrize("tied", [True, False], ids=["tied", "untied"])
+@pytest.mark.parametrize("V, d, N, n_ctx", [(11, 8, 2, 5), (97, 24, 3, 16)])
+def test_every_part_matches_pytorchs_layers(params, V, d, N, n_ctx, tied):
+    count = params.count_params(V, d, N, n_ctx, tied=tied)
+    expected = pytorch_counts(V, d, N, n_ctx, tied)
+    for part, n in expected.items():
+        assert getattr(count, part) == n, (
+            f"{part}: PyTorch's layers hold {n:,} parameters for V={V}, d={d}, {N} blocks, "
+            f"n_ctx={n_ctx}, {'tied' if tied else 'untied'}; got {getattr(count, part):,} "
+            "(every Linear and LayerNorm has a bias; the MLP is d -> 4d -> d)"
+        )
+
+
+def test_the_table_is_a_large_share_of_a_small_model(params):
+    small = params.count_params(**shape(params, "gpt2"))
+    assert abs(small.embedding_share - 38_597_376 / 124_439_808) < 1e-12, (
+        f"GPT-2 small's table is 38,597,376 of 124,439,808 parameters (31%), "
+        f"got a share of {small.embedding_share}"
+    )
+    shares = [params.count_params(**shape(params, p)).embedding_share for p in PUBLISHED]
+    assert shares == sorted(shares, reverse=True), (
+        f"the table grows with V x d, the blocks with N x d^2, so its share should shrink from "
+        f"GPT-2 small to XL; got {[round(s, 3) for s in shares]}"
+    )
+
+
+def test_memory_bytes(params):
+    count = params.count_params(**shape(params, "gpt2"))
+    n = 124_439_808
+    for dtype, size in (("fp32", 4), ("fp16", 2), ("bf16", 2), (torch.float16, 2)):
+        assert count.memory_bytes(dtype) == size * n, (
+            f"{dtype}: {size} bytes per parameter, so {size * n:,} bytes; "
+            f"got {count.memory_bytes(dtype)!r}"
+        )
+    try:
+        count.memory_bytes("int3")
+    except ValueError:
+        return
+    pytest.fail("memory_bytes('int3') should raise a ValueError listing the dtypes understood")

@@ -1,0 +1,1 @@
+"""Instructor tooling: ``python -m solutions.release`` generates exercises/ from lumen/."""

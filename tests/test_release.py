@@ -1,0 +1,347 @@
+"""The learners' exercises/ is generated from lumen/, and stays true to it.
+
+Fresh (the committed files are what ``make stubs`` writes), faithful (every signature,
+docstring and line of given code survives), closed (no solution line reaches a learner) and
+checkable (the self-check tests pass on lumen, fail with "not implemented yet" on the stubs,
+and each stage's tests need only the stages before it).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from lumen import stages
+from solutions import release
+
+ROOT = release.ROOT
+EXERCISES = release.EXERCISES
+STUB_FILES = [Path(name) for name in release.STUBBED]
+
+
+def _definitions(tree: ast.Module) -> dict[str, ast.FunctionDef | ast.ClassDef]:
+    """Every function and class by qualname (methods as ``Class.name``)."""
+    found: dict[str, ast.FunctionDef | ast.ClassDef] = {}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                found[prefix + child.name] = child
+                nested = "." if isinstance(child, ast.ClassDef) else ".<locals>."
+                visit(child, prefix + child.name + nested)
+
+    visit(tree, "")
+    return found
+
+
+def _interface(node: ast.FunctionDef | ast.ClassDef) -> tuple[str, ...]:
+    """What a caller and a reader see: signature, decorators, docstring."""
+    if isinstance(node, ast.ClassDef):
+        head = [ast.dump(b) for b in node.bases]
+    else:
+        head = [ast.dump(node.args), ast.dump(node.returns) if node.returns else ""]
+    decorators = [ast.dump(d) for d in node.decorator_list]
+    return (*head, *decorators, ast.get_docstring(node) or "")
+
+
+def _parse_pair(name: Path) -> tuple[ast.Module, ast.Module]:
+    lumen = ast.parse((release.LUMEN / name).read_text(encoding="utf-8"))
+    stub = ast.parse((EXERCISES / name).read_text(encoding="utf-8"))
+    return lumen, stub
+
+
+def _owned(module: str) -> dict[str, str]:
+    """qualname -> stage, for the functions of ``module`` that learners write."""
+    owned = {}
+    for s in stages.STAGES:
+        for key in s.owns:
+            owner_module, qualname = key.split(":")
+            if owner_module == module:
+                owned[qualname] = s.name
+    return owned
+
+
+# Fresh
+
+
+def test_committed_exercises_are_fresh():
+    stale = release.stale()
+    assert not stale, (
+        f"exercises/ is stale: {[p.as_posix() for p in stale]} differ from what lumen/ "
+        "generates. Run `make stubs` and commit the result (never edit exercises/ by hand)"
+    )
+
+
+def test_check_lists_stale_files_and_writes_nothing(tmp_path, capsys):
+    target = tmp_path / "exercises"
+    assert release.main(["--check", "--target", str(target)]) == 1
+    assert "stale" in capsys.readouterr().out
+    assert not target.exists(), "--check must not write"
+    assert release.main(["--target", str(target)]) == 0
+    assert release.main(["--check", "--target", str(target)]) == 0
+    (target / "params.py").write_text("# edited by hand\n", encoding="utf-8")
+    assert release.main(["--check", "--target", str(target)]) == 1
+    assert "params.py" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "source, complaint",
+    [
+        (
+            "def f():\n    ### BEGIN SOLUTION\n    ### BEGIN SOLUTION\n    return 1\n",
+            "inside the region",
+        ),
+        ("def f():\n    return 1\n    ### END SOLUTION\n", "without a"),
+        ("def f():\n    ### BEGIN SOLUTION\n    return 1\n", "never closed"),
+        ("### BEGIN SOLUTION\nx = 1\n### END SOLUTION\n", "in no function"),
+        ("def helper():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION\n", "no stage"),
+    ],
+    ids=["nested", "unopened", "unclosed", "module level", "unowned"],
+)
+def test_bad_regions_fail_loudly(source, complaint):
+    with pytest.raises(release.ReleaseError, match=complaint):
+        release.find_regions(source, "params.py")
+
+
+def test_an_owned_function_without_a_region_fails_loudly():
+    source = (release.LUMEN / "params.py").read_text(encoding="utf-8")
+    start = source.index('    """Count a GPT-2-style')
+    unmarked = source[:start] + source[start:].replace(release.BEGIN, "#", 1).replace(
+        release.END, "#", 1
+    )
+    with pytest.raises(release.ReleaseError, match="count_params belongs to stage 'params'"):
+        release.stub(unmarked, "params.py")
+
+
+# Faithful
+
+
+@pytest.mark.parametrize("name", STUB_FILES, ids=str)
+def test_stubs_keep_every_signature_and_docstring(name):
+    lumen, stub = _parse_pair(name)
+    assert ast.get_docstring(stub) == ast.get_docstring(lumen), f"{name}: module docstring"
+    ours, theirs = _definitions(lumen), _definitions(stub)
+    assert sorted(theirs) == sorted(ours), f"{name}: the stubs define other names than lumen"
+    for qualname, node in ours.items():
+        assert _interface(theirs[qualname]) == _interface(node), (
+            f"{name}: {qualname}'s signature, decorators or docstring differ from lumen's"
+        )
+
+
+@pytest.mark.parametrize("name", STUB_FILES, ids=str)
+def test_given_code_is_given_verbatim(name):
+    lumen, stub = _parse_pair(name)
+    owned = _owned(name.stem)
+    top = [ast.dump(n) for n in lumen.body if not isinstance(n, ast.FunctionDef | ast.ClassDef)]
+    top_stub = [ast.dump(n) for n in stub.body if not isinstance(n, ast.FunctionDef | ast.ClassDef)]
+    assert top_stub == top, f"{name}: a module-level statement differs from lumen's"
+    ours, theirs = _definitions(lumen), _definitions(stub)
+    for qualname, node in ours.items():
+        if isinstance(node, ast.FunctionDef) and qualname not in owned:
+            assert ast.dump(theirs[qualname]) == ast.dump(node), (
+                f"{name}: {qualname} is given code (no stage owns it) but differs from lumen's"
+            )
+
+
+@pytest.mark.parametrize("name", STUB_FILES, ids=str)
+def test_every_owned_function_raises_naming_its_stage(name):
+    _, stub = _parse_pair(name)
+    definitions = _definitions(stub)
+    for qualname, stage in _owned(name.stem).items():
+        expected = f"{qualname} is not implemented yet (stage '{stage}')"
+        raised = [
+            node.exc.args[0].value
+            for node in ast.walk(definitions[qualname])
+            if isinstance(node, ast.Raise)
+            and isinstance(node.exc, ast.Call)
+            and getattr(node.exc.func, "id", None) == "NotImplementedError"
+            and node.exc.args
+            and isinstance(node.exc.args[0], ast.Constant)
+        ]
+        assert raised == [expected], (
+            f"{name}: {qualname} should raise {expected!r}, raises {raised}"
+        )
+        comment = f"# YOUR CODE HERE (stage: {stage})"
+        assert comment in ast.get_source_segment(
+            (EXERCISES / name).read_text(encoding="utf-8"), definitions[qualname]
+        ), f"{name}: {qualname}'s stub lacks {comment!r}"
+
+
+# Closed
+
+
+def _region_lines() -> dict[str, str]:
+    """Every solution line (stripped) of lumen -> where it is, minus the given code's lines."""
+    lines: dict[str, str] = {}
+    given: set[str] = set()
+    for name in release.STUBBED:
+        source = (release.LUMEN / name).read_text(encoding="utf-8").splitlines()
+        inside = [False] * len(source)
+        for region in release.find_regions("\n".join(source), name):
+            for n in range(region.begin, region.end - 1):
+                inside[n] = True
+                lines.setdefault(source[n].strip(), f"lumen/{name}:{n + 1}")
+        given |= {line.strip() for line, solved in zip(source, inside, strict=True) if not solved}
+    return {line: where for line, where in lines.items() if line not in given}
+
+
+def _telling(line: str) -> bool:
+    """Worth hiding: three words or more (``return x``, ``)`` and ``else:`` tell nothing)."""
+    return len(re.findall(r"\w+", line)) >= 3
+
+
+def test_no_solution_line_reaches_the_learners():
+    handed_out = {
+        line.strip(): path.relative_to(ROOT).as_posix()
+        for path in sorted(EXERCISES.rglob("*.py"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+    }
+    solution = {line: where for line, where in _region_lines().items() if _telling(line)}
+    assert len(solution) > 50, "the leak check found suspiciously few solution lines"
+    leaks = [
+        f"{where} in {handed_out[line]}: {line}"
+        for line, where in solution.items()
+        if line in handed_out
+    ]
+    assert not leaks, "solution lines reached exercises/:\n" + "\n".join(leaks)
+
+
+def test_the_package_imports_nothing():
+    init = ast.parse((EXERCISES / "__init__.py").read_text(encoding="utf-8"))
+    assert not [n for n in ast.walk(init) if isinstance(n, ast.Import | ast.ImportFrom)]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ruff") is None, reason="ruff is a dev dependency")
+def test_stubbing_adds_no_pyflakes_error():
+    # Only the F rules: the stubs may not add an unused import or an undefined name. (The
+    # rest of ruff's rules apply to lumen/ itself, and `make lint` checks them there.)
+    done = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--select", "F", "--no-cache", "exercises"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+# Checkable: the self-check tests, run as a learner runs them.
+
+
+def test_each_stage_has_one_marked_test_file():
+    files = sorted(p.name for p in (EXERCISES / "tests").glob("test_*.py"))
+    assert files == sorted(f"test_{name}.py" for name in stages.STAGE_NAMES)
+    for name in stages.STAGE_NAMES:
+        tree = ast.parse((EXERCISES / "tests" / f"test_{name}.py").read_text(encoding="utf-8"))
+        marks = [
+            ast.unparse(node.value)
+            for node in tree.body
+            if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "pytestmark"
+        ]
+        assert marks == [f"pytest.mark.{name}"], f"test_{name}.py should set pytestmark"
+
+
+def test_impl_comes_from_the_option_then_the_environment():
+    from exercises.tests.conftest import impl_package
+
+    assert impl_package(None, {}) == "exercises"
+    assert impl_package(None, {"LUMEN_IMPL": "lumen"}) == "lumen"
+    assert impl_package("lumen", {"LUMEN_IMPL": "other"}) == "lumen"
+
+
+def _handout(folder: Path, solved: list[str]) -> Path:
+    """An unzipped handout: exercises/ alone, no pyproject, ``solved`` stages filled in."""
+    release.write(folder / "exercises", solved)
+    shutil.copytree(
+        EXERCISES / "tests",
+        folder / "exercises" / "tests",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    return folder
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, tuple[subprocess.CompletedProcess, Path]]:
+    """The self-check tests in several settings, as a learner runs them, a few at a time.
+
+    "lumen": the reference passes. "stubs": a handout of untouched stubs fails. One per stage
+    but the last (whose check is the lumen run): a handout with only the stages up to it
+    solved passes that stage's tests, so no stage's tests need a later stage.
+    """
+    # One thread per run: the runs are many and small, and torch would start a thread per core.
+    env = {k: v for k, v in os.environ.items() if k != "LUMEN_IMPL"} | {"OMP_NUM_THREADS": "1"}
+    pytest_cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"]
+    plans: dict[str, tuple[list[str], Path]] = {
+        "lumen": (["exercises/tests", "--impl=lumen"], ROOT),
+        "stubs": (["exercises"], _handout(tmp_path_factory.mktemp("stubs"), [])),
+    }
+    for i, name in enumerate(stages.STAGE_NAMES[:-1]):
+        solved = list(stages.STAGE_NAMES[: i + 1])
+        plans[name] = (["exercises", "-m", name], _handout(tmp_path_factory.mktemp(name), solved))
+    reports = tmp_path_factory.mktemp("reports")
+    waiting = list(plans.items())
+    running: dict[str, tuple[subprocess.Popen, Path]] = {}
+    results = {}
+    while waiting or running:
+        while waiting and len(running) < max(2, os.cpu_count() or 1):
+            key, (args, cwd) = waiting.pop(0)
+            report = reports / f"{key}.xml"
+            command = [*pytest_cmd, *args, f"--junitxml={report}"]
+            process = subprocess.Popen(
+                command,
+                cwd=cwd,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            running[key] = (process, report)
+        key = next(iter(running))
+        process, report = running.pop(key)
+        out, _ = process.communicate(timeout=300)
+        results[key] = (subprocess.CompletedProcess(process.args, process.returncode, out), report)
+    return results
+
+
+def _cases(report: Path) -> list[ET.Element]:
+    return list(ET.parse(report).getroot().iter("testcase"))
+
+
+def test_the_self_check_passes_on_lumen(runs):
+    done, report = runs["lumen"]
+    assert done.returncode == 0, done.stdout[-4000:]
+    cases = _cases(report)
+    assert len(cases) >= 6 * 4, f"expected at least 4 tests per stage, found {len(cases)}"
+    assert not [c for c in cases if c.find("skipped") is not None], "no test may skip on lumen"
+
+
+def test_the_self_check_fails_on_the_untouched_stubs_saying_not_implemented(runs):
+    done, report = runs["stubs"]
+    cases = _cases(report)
+    assert done.returncode == 1 and cases, done.stdout[-4000:]
+    unexplained = [
+        f"{c.get('name')}: {ET.tostring(c, encoding='unicode')[:300]}"
+        for c in cases
+        if c.find("failure") is None
+        or "not implemented yet" not in c.find("failure").get("message", "")
+    ]
+    assert not unexplained, "every test must fail with 'not implemented yet':\n" + "\n".join(
+        unexplained
+    )
+
+
+@pytest.mark.parametrize("stage", stages.STAGE_NAMES[:-1])
+def test_each_stage_needs_only_the_stages_before_it(runs, stage):
+    done, report = runs[stage]
+    assert done.returncode == 0 and _cases(report), (
+        f"with stages up to '{stage}' solved and later ones stubbed, `pytest exercises -m {stage}` "
+        f"should pass in a handout folder:\n{done.stdout[-4000:]}"
+    )
