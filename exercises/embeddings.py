@@ -42,6 +42,27 @@ def check_ids(ids: Tensor, vocab_size: int) -> None:
     raise NotImplementedError("check_ids is not implemented yet (stage 'embedding')")
 
 
+class RowLookup(torch.autograd.Function):
+    """``weight[index]`` for a flat LongTensor ``index``, with its gradient written out.
+
+    The gradient of a row lookup is a scatter-add: row ``i`` of ``weight.grad`` is the sum of
+    the upstream gradients of every position that looked up ``i``, so repeated ids add up.
+    (Plain ``weight[index]`` does the same through autograd's index_put, a little slower.)
+    """
+
+    @staticmethod
+    def forward(ctx, weight: Tensor, index: Tensor) -> Tensor:
+        """``weight`` (V, d), ``index`` (N,) int64 -> rows (N, d)."""
+        # YOUR CODE HERE (stage: embedding)
+        raise NotImplementedError("RowLookup.forward is not implemented yet (stage 'embedding')")
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[Tensor, None]:
+        """``grad`` (N, d) -> (weight's gradient (V, d), None for the index)."""
+        # YOUR CODE HERE (stage: embedding)
+        raise NotImplementedError("RowLookup.backward is not implemented yet (stage 'embedding')")
+
+
 class Embedding(nn.Module):
     """A learned lookup table: row ``i`` of ``weight`` is the vector for token ``i``.
 

@@ -35,7 +35,13 @@ STAGES: tuple[Stage, ...] = (
         "embedding",
         "the Embedding module: a V x d Parameter and a row lookup",
         "Dense embeddings: a lookup table that is also a matrix multiply",
-        ("embeddings:check_ids", "embeddings:Embedding.__init__", "embeddings:Embedding.forward"),
+        (
+            "embeddings:check_ids",
+            "embeddings:RowLookup.forward",
+            "embeddings:RowLookup.backward",
+            "embeddings:Embedding.__init__",
+            "embeddings:Embedding.forward",
+        ),
     ),
     Stage(
         "onehot",

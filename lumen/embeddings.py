@@ -58,6 +58,33 @@ def check_ids(ids: Tensor, vocab_size: int) -> None:
     ### END SOLUTION
 
 
+class RowLookup(torch.autograd.Function):
+    """``weight[index]`` for a flat LongTensor ``index``, with its gradient written out.
+
+    The gradient of a row lookup is a scatter-add: row ``i`` of ``weight.grad`` is the sum of
+    the upstream gradients of every position that looked up ``i``, so repeated ids add up.
+    (Plain ``weight[index]`` does the same through autograd's index_put, a little slower.)
+    """
+
+    @staticmethod
+    def forward(ctx, weight: Tensor, index: Tensor) -> Tensor:
+        """``weight`` (V, d), ``index`` (N,) int64 -> rows (N, d)."""
+        ### BEGIN SOLUTION
+        ctx.save_for_backward(index)
+        ctx.vocab_size = weight.shape[0]
+        return weight.index_select(0, index)  # (N, d)
+        ### END SOLUTION
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[Tensor, None]:
+        """``grad`` (N, d) -> (weight's gradient (V, d), None for the index)."""
+        ### BEGIN SOLUTION
+        (index,) = ctx.saved_tensors
+        grad_weight = grad.new_zeros(ctx.vocab_size, grad.shape[1])  # (V, d)
+        return grad_weight.index_add_(0, index, grad), None  # repeated ids add up
+        ### END SOLUTION
+
+
 class Embedding(nn.Module):
     """A learned lookup table: row ``i`` of ``weight`` is the vector for token ``i``.
 
@@ -135,11 +162,10 @@ class Embedding(nn.Module):
         """
         ### BEGIN SOLUTION
         check_ids(ids, self.vocab_size)
-        # index_select on the flattened ids is the row lookup E[ids]; its backward is an
-        # index_add, so repeated ids accumulate their gradients. It refuses uint8 and int16
-        # ids, so the flattened ids are widened to int64.
+        # The row lookup E[ids] on the flattened ids, widened to int64 (index_select refuses
+        # uint8 and int16); RowLookup's backward adds up the gradients of repeated ids.
         index = ids.reshape(-1).to(self.weight.device, torch.long)  # (N,)
-        rows = self.weight.index_select(0, index)  # (N, d)
+        rows = RowLookup.apply(self.weight, index)  # (N, d)
         rows = rows.view(*ids.shape, self.d_model)  # (..., d)
         ### END SOLUTION
         return self.scale_output(rows)
@@ -219,8 +245,7 @@ def _top_k(sims: Tensor, k: int, exclude: list[int]) -> tuple[Tensor, Tensor]:
     available = sims.shape[0] - len(set(exclude))
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= available:
         raise ValueError(f"k must be an int from 1 to {available} (the candidate rows), got {k!r}")
-    sims = sims.clone()
-    if exclude:
+    if exclude:  # sims is the caller's fresh (V,) tensor: overwritten in place, not copied
         sims[torch.tensor(exclude, device=sims.device)] = -math.inf
     # topk does not promise an order among equal scores, so take every id that ties with the
     # k-th score and sort those stably: ids come in ascending order, so ties go to the smaller.
