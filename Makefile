@@ -7,9 +7,10 @@ TORCH ?= torch==2.13.0
 SUBMISSION ?= exercises
 PY := $(VENV)/bin/python
 
-.PHONY: setup setup-dev grade test check lint stubs clean
+.PHONY: setup setup-dev sandbox grade grade-cuda test check lint stubs mutation benchmark clean
 
 $(VENV)/.grading: requirements.txt
+	@$(MAKE) --no-print-directory sandbox
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q "$(TORCH)"
 	$(PY) -m pip install -q -r requirements.txt
@@ -19,17 +20,32 @@ $(VENV)/.dev: $(VENV)/.grading requirements-dev.txt
 	$(PY) -m pip install -q -r requirements-dev.txt
 	touch $@
 
+sandbox:                     ## bubblewrap for learner code, where we may install it (else: warned)
+	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  (apt-get install -y -q bubblewrap >/dev/null 2>&1 || \
+	   (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q bubblewrap >/dev/null 2>&1)); } || \
+	  echo "note: bubblewrap (bwrap) is not installed; grading falls back to a plain process"
+
 setup: $(VENV)/.grading      ## the grading environment
 setup-dev: $(VENV)/.dev      ## plus what the repository's own tests need
 
 grade: setup                 ## grade $(SUBMISSION) (default: exercises/), stage by stage
 	$(PY) -m autograder grade $(SUBMISSION)
 
+grade-cuda: setup           ## the same on CPU and CUDA (a GPU runner; e.g. make grade-cuda TORCH=torch==2.13.0)
+	$(PY) -m autograder grade $(SUBMISSION) --device cuda
+
 test: setup-dev              ## the repository's own tests
 	$(PY) -m pytest
 
 stubs: setup                 ## regenerate exercises/ from lumen/, the single source of every line
 	$(PY) -m solutions.release
+
+mutation: setup-dev          ## mutate lumen's solution lines; every mutant must lose points
+	$(PY) -m tools.mutation
+
+benchmark: setup-dev         ## speed targets, as ratios measured side by side
+	$(PY) benchmarks/grade_speed.py
 
 lint: setup-dev
 	$(PY) -m ruff check .

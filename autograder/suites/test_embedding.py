@@ -107,9 +107,12 @@ def test_out_of_range_ids_are_refused(learner, seed, gen):
     cases = [(-1, "a negative id (-1): plain indexing would silently return the last row"),
              (-V, f"a negative id (-{V}): plain indexing would silently return row 0"),
              (V, f"id {V}, one past the last row (ids go from 0 to {V - 1})")]
-    for bad, why in cases:
+    cases.append((V + 3, "a single id (a 0-D tensor) past the last row"))
+    for n, (bad, why) in enumerate(cases):
         ids = torch.randint(0, V, (2, 4), generator=gen)
         ids[1, int(torch.randint(0, 4, (1,), generator=gen))] = bad
+        if n == len(cases) - 1:
+            ids = torch.tensor(bad)  # one id, no batch: the check must not skip it
         outcome = learner.call("embedding_forward", seed=seed, vocab_size=V, d_model=d,
                                weight=weight, ids=ids)
         what = f"Embedding({V}, {d}) on ids containing {bad}"
