@@ -12,7 +12,7 @@ PY := $(VENV)/bin/python
 $(VENV)/.grading: requirements.txt
 	@$(MAKE) --no-print-directory sandbox
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q "$(TORCH)"
+	$(PY) -m pip install -q $(TORCH)
 	$(PY) -m pip install -q -r requirements.txt
 	touch $@
 
