@@ -124,4 +124,5 @@ def first_difference(got: torch.Tensor, expected: torch.Tensor) -> str:
     if got.is_floating_point():
         differ = differ & ~(torch.isnan(got) & torch.isnan(expected))
     index = tuple(int(i) for i in torch.nonzero(differ)[0]) if differ.any() else ()
-    return f"at index {list(index)}: got {got[index].item():.6g}, expected {expected[index].item():.6g}"
+    got_value, expected_value = got[index].item(), expected[index].item()
+    return f"at index {list(index)}: got {got_value:.6g}, expected {expected_value:.6g}"

@@ -7,9 +7,10 @@ nothing, so a stage's partial credit comes from its several tests.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+
+import tomllib
 
 from lumen.stages import STAGE_NAMES
 
@@ -38,9 +39,11 @@ class Rubric:
         """Every collected hidden test has points and every rubric entry is a real test."""
         listed = {t for tests in self.points.values() for t in tests}
         if collected - listed:
-            raise RubricError(f"hidden tests without points in rubric.toml: {sorted(collected - listed)}")
+            missing = sorted(collected - listed)
+            raise RubricError(f"hidden tests without points in rubric.toml: {missing}")
         if listed - collected:
-            raise RubricError(f"rubric.toml lists tests that do not exist: {sorted(listed - collected)}")
+            unknown = sorted(listed - collected)
+            raise RubricError(f"rubric.toml lists tests that do not exist: {unknown}")
 
 
 def load(path: Path = RUBRIC) -> Rubric:

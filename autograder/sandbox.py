@@ -2,9 +2,10 @@
 
 Inside: no network, its own process tree, a read-only view of the system with the home
 folders, /work, the repository (lumen, the hidden suites) and every submission hidden, and a
-64 MiB private /tmp in which each stage child writes its learner's files for its user alone. The worker's children drop to an
-unprivileged user before they import learner code, so a fork bomb meets RLIMIT_NPROC and the
-zygote (root) cannot be signalled. When the grader ends the sandbox, every process in it ends.
+64 MiB private /tmp in which each stage child writes its learner's files for its user alone.
+The worker's children drop to an unprivileged user before they import learner code, so a fork
+bomb meets RLIMIT_NPROC and the zygote (root) cannot be signalled. When the grader ends the
+sandbox, every process in it ends.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ import os
 import shutil
 import site
 import subprocess
-import tempfile
 import sys
+import tempfile
 from pathlib import Path
 
 from .worker_client import PlainLauncher

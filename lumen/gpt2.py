@@ -33,7 +33,8 @@ class GPT2Config:
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.type == "int" and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            positive_int = isinstance(value, int) and not isinstance(value, bool) and value >= 1
+            if f.type == "int" and not positive_int:
                 raise ValueError(f"GPT2Config.{f.name} must be a positive int, got {value!r}")
         if self.d_model % self.n_heads:
             raise ValueError(

@@ -13,11 +13,12 @@ from dataclasses import dataclass
 import torch
 
 #: GPT-2's four published sizes (Radford et al., 2019): shared vocabulary and context.
+_GPT2 = {"vocab_size": 50257, "n_ctx": 1024}
 PRESETS: dict[str, dict[str, int]] = {
-    "gpt2": {"vocab_size": 50257, "n_ctx": 1024, "d_model": 768, "n_layers": 12, "n_heads": 12},
-    "gpt2-medium": {"vocab_size": 50257, "n_ctx": 1024, "d_model": 1024, "n_layers": 24, "n_heads": 16},
-    "gpt2-large": {"vocab_size": 50257, "n_ctx": 1024, "d_model": 1280, "n_layers": 36, "n_heads": 20},
-    "gpt2-xl": {"vocab_size": 50257, "n_ctx": 1024, "d_model": 1600, "n_layers": 48, "n_heads": 25},
+    "gpt2": {**_GPT2, "d_model": 768, "n_layers": 12, "n_heads": 12},
+    "gpt2-medium": {**_GPT2, "d_model": 1024, "n_layers": 24, "n_heads": 16},
+    "gpt2-large": {**_GPT2, "d_model": 1280, "n_layers": 36, "n_heads": 20},
+    "gpt2-xl": {**_GPT2, "d_model": 1600, "n_layers": 48, "n_heads": 25},
 }
 
 #: Bytes per number for the dtypes ``memory_bytes`` understands.
@@ -143,7 +144,8 @@ def main(argv: list[str] | None = None) -> None:
     shape.update({k: getattr(args, k) for k in shape if getattr(args, k) is not None})
     count = count_params(**shape, tied=not args.untied)
     described = ", ".join(f"{k}={v}" for k, v in shape.items())
-    print(format_table(count, f"{args.preset} ({described}, {'untied' if args.untied else 'tied'})"))
+    tying = "untied" if args.untied else "tied"
+    print(format_table(count, f"{args.preset} ({described}, {tying})"))
 
 
 if __name__ == "__main__":

@@ -62,7 +62,11 @@ STAGES: tuple[Stage, ...] = (
         "params",
         "the parameter calculator: where a GPT-2's parameters live",
         "Choosing the embedding dimension",
-        ("params:count_params", "params:ParamCount.embedding_share", "params:ParamCount.memory_bytes"),
+        (
+            "params:count_params",
+            "params:ParamCount.embedding_share",
+            "params:ParamCount.memory_bytes",
+        ),
     ),
     Stage(
         "tying",

@@ -41,14 +41,14 @@ class WordVectors:
     def neighbours(self, word: str, k: int = 10) -> list[tuple[str, float]]:
         """The ``k`` words nearest to ``word`` by cosine, with their similarities."""
         ids, sims = cosine_neighbours(self.E, self.id(word), k)
-        return [(self.words[i], float(s)) for i, s in zip(ids.tolist(), sims)]
+        return [(self.words[i], float(s)) for i, s in zip(ids.tolist(), sims, strict=True)]
 
     def analogy(
         self, a: str, b: str, c: str, k: int = 5, exclude_inputs: bool = True
     ) -> list[tuple[str, float]]:
         """"a is to b as c is to ?": ``analogy("man", "king", "woman")``."""
         ids, sims = analogy(self.E, self.id(a), self.id(b), self.id(c), k, exclude_inputs)
-        return [(self.words[i], float(s)) for i, s in zip(ids.tolist(), sims)]
+        return [(self.words[i], float(s)) for i, s in zip(ids.tolist(), sims, strict=True)]
 
 
 def glove_dir() -> Path:

@@ -41,7 +41,8 @@ def mutants(name: str) -> list[tuple[str, int, str, str]]:
     for mutation in mutations:
         mutated = module.deep_replace(mutation.original_node, mutation.mutated_node)
         code = mutated.code
-        changed = [i for i, (a, b) in enumerate(zip(original_lines, code.splitlines()), 1) if a != b]
+        pairs = zip(original_lines, code.splitlines(), strict=False)  # a mutant may add lines
+        changed = [i for i, (a, b) in enumerate(pairs, 1) if a != b]
         if not changed or changed[0] not in lines:
             continue
         wording = isinstance(mutation.original_node, _STRINGS)
