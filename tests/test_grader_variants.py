@@ -11,7 +11,7 @@ import importlib
 
 import pytest
 
-from autograder.__main__ import grade
+from autograder.grading import Grader
 from lumen.stages import STAGE_NAMES
 from tests.variants.build import make_submission
 
@@ -28,26 +28,34 @@ def _variants(kind: str) -> list:
     return out
 
 
-def _grade_stage(tmp_path, stage, replacements):
+@pytest.fixture(scope="module")
+def grader():
+    """One warm worker for every variant, as for a class."""
+    with Grader() as g:
+        yield g
+
+
+def _grade_stage(grader, tmp_path, stage, replacements):
     folder = make_submission(tmp_path / "submission", replacements)
-    result = grade(folder, device="auto", stages=[stage])
+    result = grader.grade(folder, stages=[stage])
     return next(s for s in result.stages if s.name == stage)
 
 
 @pytest.mark.parametrize(("stage", "replacements"), _variants("CORRECT"))
-def test_correct_alternative_gets_full_marks(tmp_path, stage, replacements):
-    graded = _grade_stage(tmp_path, stage, replacements)
+def test_correct_alternative_gets_full_marks(grader, tmp_path, stage, replacements):
+    graded = _grade_stage(grader, tmp_path, stage, replacements)
     failures = [f"{r.name}: {r.message}" for r, _, _ in graded.tests if not r.passed]
     assert not failures, "a correct alternative lost points:\n" + "\n".join(failures)
 
 
 @pytest.mark.parametrize(("stage", "mistake"), _variants("MISTAKES"))
-def test_mistake_is_named(tmp_path, stage, mistake):
+def test_mistake_is_named(grader, tmp_path, stage, mistake):
     replacements, test, words = mistake
-    graded = _grade_stage(tmp_path, stage, replacements)
+    graded = _grade_stage(grader, tmp_path, stage, replacements)
     verdicts = {r.name: r for r, _, _ in graded.tests}
     assert test in verdicts, f"no hidden test called {test}"
     verdict = verdicts[test]
     assert not verdict.passed, f"{test} passed a submission with this mistake"
-    assert words in verdict.message, f"{test} failed, but its message lacks {words!r}: {verdict.message}"
+    assert words in verdict.message, \
+        f"{test} failed, but its message lacks {words!r}: {verdict.message}"
     assert not verdict.grader_error, verdict.message
