@@ -188,16 +188,17 @@ def cosine_similarity(a: Tensor, b: Tensor, eps: float = 1e-8) -> Tensor:
     raise NotImplementedError("cosine_similarity is not implemented yet (stage 'neighbours')")
 
 
-def _top_k(sims: Tensor, k: int, exclude: list[int]) -> tuple[Tensor, Tensor]:
-    """The ``k`` best-scoring ids, by descending score, ties to the smaller id.
+def _top_k(E: Tensor, query: Tensor, k: int, exclude: list[int]) -> tuple[Tensor, Tensor]:
+    """The ``k`` rows of ``E`` most similar to ``query``, ties to the smaller id.
 
     Args:
-        sims: one score per row, ``(V,)``.
+        E: the table, ``(V, d)``.
+        query: ``(d,)``.
         k: how many ids to return.
         exclude: row indices that may never be returned (the query token, analogy inputs).
 
     Returns:
-        ``(ids, scores)``, each ``(k,)``; ``ids`` is a LongTensor.
+        ``(ids, sims)``, each ``(k,)``: ``ids`` a LongTensor, ``sims`` as ``cosine_similarity``.
     """
     # YOUR CODE HERE (stage: neighbours)
     raise NotImplementedError("_top_k is not implemented yet (stage 'neighbours')")

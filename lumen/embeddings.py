@@ -230,30 +230,35 @@ def cosine_similarity(a: Tensor, b: Tensor, eps: float = 1e-8) -> Tensor:
     ### END SOLUTION
 
 
-def _top_k(sims: Tensor, k: int, exclude: list[int]) -> tuple[Tensor, Tensor]:
-    """The ``k`` best-scoring ids, by descending score, ties to the smaller id.
+def _top_k(E: Tensor, query: Tensor, k: int, exclude: list[int]) -> tuple[Tensor, Tensor]:
+    """The ``k`` rows of ``E`` most similar to ``query``, ties to the smaller id.
 
     Args:
-        sims: one score per row, ``(V,)``.
+        E: the table, ``(V, d)``.
+        query: ``(d,)``.
         k: how many ids to return.
         exclude: row indices that may never be returned (the query token, analogy inputs).
 
     Returns:
-        ``(ids, scores)``, each ``(k,)``; ``ids`` is a LongTensor.
+        ``(ids, sims)``, each ``(k,)``: ``ids`` a LongTensor, ``sims`` as ``cosine_similarity``.
     """
     ### BEGIN SOLUTION
-    available = sims.shape[0] - len(set(exclude))
+    available = E.shape[0] - len(set(exclude))
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= available:
         raise ValueError(f"k must be an int from 1 to {available} (the candidate rows), got {k!r}")
-    if exclude:  # sims is the caller's fresh (V,) tensor: overwritten in place, not copied
-        sims[torch.tensor(exclude, device=sims.device)] = -math.inf
-    # topk does not promise an order among equal scores, so take every id that ties with the
-    # k-th score and sort those stably: ids come in ascending order, so ties go to the smaller.
-    kth = sims.topk(k).values[-1]
-    candidates = torch.nonzero(sims >= kth).squeeze(1)  # ascending ids
-    order = torch.sort(sims[candidates], descending=True, stable=True).indices[:k]
-    ids = candidates[order]
-    return ids, sims[ids]
+    # One matmul over the table finds the candidates fast, but a matmul may round two equal
+    # rows differently, so the candidates are scored again exactly, one row at a time.
+    approx = (E @ query) / (E.norm(dim=1).clamp_min(1e-8) * query.norm().clamp_min(1e-8))  # (V,)
+    if exclude:
+        approx[torch.tensor(exclude, device=approx.device)] = -math.inf
+    kth = approx.topk(k).values[-1]
+    candidates = torch.nonzero(approx >= kth - 1e-4).squeeze(1)  # ascending ids, with margin
+    exact = cosine_similarity(E[candidates], query)  # (C,)
+    if exclude:
+        exact[torch.isin(candidates, torch.tensor(exclude, device=E.device))] = -math.inf
+    # A stable sort keeps ascending ids among equal scores: ties go to the smaller id.
+    order = torch.sort(exact, descending=True, stable=True).indices[:k]
+    return candidates[order], exact[order]
     ### END SOLUTION
 
 
@@ -294,9 +299,7 @@ def cosine_neighbours(E: Tensor, token: int | Tensor, k: int) -> tuple[Tensor, T
     else:
         index = _row_index(E, token, "token")
         query, exclude = E[index], [index]
-    # cosine_similarity(E, query), as one matmul over the table instead of a normalised copy
-    sims = (E @ query) / (E.norm(dim=1).clamp_min(1e-8) * query.norm().clamp_min(1e-8))  # (V,)
-    return _top_k(sims, k, exclude)
+    return _top_k(E, query, k, exclude)
     ### END SOLUTION
 
 
@@ -321,8 +324,7 @@ def analogy(
     a, b, c = (_row_index(E, t, name) for t, name in ((a, "a"), (b, "b"), (c, "c")))
     query = E[b] - E[a] + E[c]  # (d,): the offset a -> b, applied to c
     exclude = [a, b, c] if exclude_inputs else []
-    sims = (E @ query) / (E.norm(dim=1).clamp_min(1e-8) * query.norm().clamp_min(1e-8))  # (V,)
-    return _top_k(sims, k, exclude)
+    return _top_k(E, query, k, exclude)
     ### END SOLUTION
 
 
