@@ -1,0 +1,274 @@
+"""Hidden tests, stage 'init': why the numbers start small (and not at zero).
+
+The learner's ``Embedding.reset_parameters``, ``scale_output``, ``expected_dot_std`` and
+``GPT2.init_weights`` run with every other stage's functions taken from lumen. Random draws
+cannot be compared with lumen's number for number (a correct solution may draw in another
+order), so the statistical checks compare sample statistics with the chapter's standard
+deviations, with tolerances derived from the sample size (see ``_misfit``); the rest is exact.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from autograder.feedback import Mistake, expect_tensor, unwrap
+from lumen import gpt2 as ref
+
+STAGE = "init"
+MODULE = "embeddings"
+V, D = 500, 64  # 32,000 draws per table: a sample std within 2.4% of the true one (6 SE)
+CONFIG = {"vocab_size": 97, "n_ctx": 16, "d_model": 32, "n_layers": 2, "n_heads": 4,
+          "tie_weights": False}  # untied, so that lm_head's own initialisation is seen too
+RESET = "with torch.no_grad(): self.weight.normal_(0.0, std)"
+
+
+def _misfit(t: torch.Tensor, std: float) -> str | None:
+    """Why ``t`` does not look like draws of N(0, std^2), or None if it does.
+
+    For n independent N(0, std^2) draws the sample mean has standard error std / sqrt(n) and
+    the sample standard deviation about std / sqrt(2n). Allowing 6 standard errors, a correct
+    initialisation fails a check with probability below 2e-9. The smallest table here has
+    n = 512 draws (wpe), so 6 SE is at most 19% of std, while every mistake the tests name is
+    at least 41% off (c_proj at 1/sqrt(n_layers)) and most are 2x or more.
+    """
+    x = t.detach().double().flatten()
+    n = x.numel()
+    mean, sample_std = float(x.mean()), float(x.std())
+    if not math.isfinite(mean) or not math.isfinite(sample_std):
+        return "contains NaN or infinity: torch.empty was never filled"
+    if abs(sample_std - std) > 6 * std / math.sqrt(2 * n):
+        return f"has sample std {sample_std:.4g}, expected {std:.4g} (n = {n:,} draws)"
+    if abs(mean) > 6 * std / math.sqrt(n):
+        return f"has mean {mean:.4g}, expected 0 (n = {n:,} draws of std {std:.4g})"
+    return None
+
+
+def _near(t: torch.Tensor, std: float) -> bool:
+    """Whether ``t``'s spread is within 6 standard errors of ``std`` (to name a mistake)."""
+    x = t.detach().double().flatten()
+    return abs(float(x.std()) - std) <= 6 * std / math.sqrt(2 * x.numel())
+
+
+def _weight(learner, seed: int, what: str, **kwargs) -> torch.Tensor:
+    """The weight of the learner's ``Embedding(V, D, **kwargs)`` after construction."""
+    built = unwrap(learner.call("embedding_init", seed=seed, vocab_size=V, d_model=D, **kwargs),
+                   what, MODULE)
+    return expect_tensor(built["weight"], f"{what}.weight", like=torch.empty(V, D))
+
+
+def test_reset_parameters_uses_std(learner, seed):
+    """reset_parameters draws the rows from N(0, std^2) with the layer's own std"""
+    for std in (0.02, 0.3):
+        what = f"Embedding({V}, {D}, std={std})"
+        weight = _weight(learner, seed, what, std=std)
+        problem = _misfit(weight, std)
+        if problem is None:
+            continue
+        if _near(weight, 1.0):
+            raise Mistake(f"{what}.weight {problem}: reset_parameters ignores std and draws "
+                          f"N(0, 1) (normal_() without a std); use self.std: {RESET}")
+        if _near(weight, 1 / math.sqrt(D)):
+            raise Mistake(f"{what}.weight {problem}, that is 1/sqrt(d_model): 1/sqrt(d_model) "
+                          "is only for std=None; a given std is used as it is")
+        raise Mistake(f"{what}.weight {problem}: draw each entry from N(0, std^2): {RESET}")
+
+
+def test_std_none_means_inverse_sqrt_d(learner, seed):
+    """std=None means 1/sqrt(d_model), and std=0.0 is a std (all zeros), not 'no std'"""
+    for vocab, d in ((V, D), (2000, 16)):  # two widths: 1/sqrt(d) must follow d
+        what = f"Embedding({vocab}, {d}, std=None)"
+        built = unwrap(learner.call("embedding_init", seed=seed, vocab_size=vocab, d_model=d,
+                                    std=None), what, MODULE)
+        weight = expect_tensor(built["weight"], f"{what}.weight", like=torch.empty(vocab, d))
+        expected = 1 / math.sqrt(d)
+        problem = _misfit(weight, expected)
+        if problem is None:
+            continue
+        hint = ""
+        if _near(weight, 0.02):
+            hint = "std=None fell back to GPT-2's 0.02; "
+        elif _near(weight, 1 / d):
+            hint = "that is 1/d_model instead of 1/sqrt(d_model); "
+        elif _near(weight, 1.0):
+            hint = "that is N(0, 1), with no std at all; "
+        raise Mistake(f"{what}.weight {problem}: {hint}std=None means 1/sqrt(d_model) = "
+                      f"1/sqrt({d}) = {expected:.4g}, the scale some models use instead of 0.02")
+    what = f"Embedding({V}, {D}, std=0.0)"
+    weight = _weight(learner, seed, what, std=0.0)
+    if bool(weight.any()):
+        raise Mistake(
+            f"{what}.weight is not all zeros (largest entry {float(weight.abs().max()):.4g}): "
+            "std=0.0 is a valid std, not 'no std'. Test `self.std is None`, not "
+            "`self.std or ...`, which treats 0.0 like None"
+        )
+
+
+def test_rows_are_not_identical(learner, seed):
+    """the initial rows all differ: random, not zero, so that symmetry is broken"""
+    vocab, d = 50, 8
+    what = f"Embedding({vocab}, {d}, std=0.02)"
+    built = unwrap(learner.call("embedding_init", seed=seed, vocab_size=vocab, d_model=d,
+                                std=0.02), what, MODULE)
+    weight = expect_tensor(built["weight"], f"{what}.weight", like=torch.empty(vocab, d))
+    distinct = torch.unique(weight.detach(), dim=0).shape[0]
+    if distinct < vocab:
+        kind = "all zeros" if not bool(weight.any()) else f"only {distinct} distinct rows"
+        raise Mistake(
+            f"{what}.weight starts with {kind}: identical rows get identical gradients and "
+            "never become different, so symmetry never breaks and every token stays the same. "
+            f"Not zero: draw the rows from N(0, std^2), {RESET}"
+        )
+
+
+def test_reset_refills_in_place(learner, seed):
+    """reset_parameters refills the existing Parameter in place (the same object, new values)"""
+    std = 0.05
+    what = f"reset_parameters() on an Embedding({V}, {D}, std={std}) whose weight is all 7s"
+    result = unwrap(learner.call("embedding_reset", seed=seed, vocab_size=V, d_model=D, std=std),
+                    what, MODULE)
+    if not result["same_object"]:
+        raise Mistake(
+            f"{what}: self.weight is a new Parameter afterwards. Refill the existing one in "
+            f"place ({RESET}): an optimiser, or a tied lm_head, holds the old Parameter and "
+            "would never see the new values"
+        )
+    weight = expect_tensor(result["weight"], f"{what}: weight", like=torch.empty(V, D))
+    if bool((weight == 7).all()):
+        raise Mistake(f"{what}: the weight is still all 7s: reset_parameters must refill it "
+                      f"in place, {RESET}")
+    problem = _misfit(weight, std)
+    if problem is not None:
+        raise Mistake(f"{what}: the refilled weight {problem}: {RESET}")
+
+
+def test_scale_output(learner, seed, gen):
+    """scale_output multiplies by sqrt(d_model) exactly once when scale=True, else returns x"""
+    for d, scale in ((16, True), (10, True), (16, False)):
+        x = torch.randn(3, 5, d, generator=gen, dtype=torch.float64)
+        expected = x * math.sqrt(d) if scale else x
+        what = f"scale_output(x) with d_model={d}, scale={scale}"
+        result = unwrap(learner.call("embedding_scale", seed=seed, d_model=d, scale=scale, x=x),
+                        what, MODULE)
+        out = expect_tensor(result["out"], what, like=expected)
+        if torch.allclose(out, expected, rtol=1e-6, atol=0):
+            continue
+        if scale and torch.equal(out, x):
+            raise Mistake(f"{what} returned x unchanged: with scale=True, multiply by "
+                          f"sqrt(d_model) = {math.sqrt(d):.4g}, as the original Transformer did")
+        if scale and torch.allclose(out, x * d, rtol=1e-6, atol=0):
+            raise Mistake(f"{what} multiplied by d_model = {d}, that is sqrt(d_model) applied "
+                          f"twice: multiply once, by sqrt(d_model) = {math.sqrt(d):.4g}")
+        if not scale:
+            raise Mistake(f"{what} changed x: with scale=False (GPT-2's convention) the rows "
+                          "come out as they are")
+        ratio = float((out / x).median())
+        raise Mistake(f"{what} multiplied x by about {ratio:.4g}, expected sqrt(d_model) = "
+                      f"{math.sqrt(d):.4g}")
+
+
+def test_expected_dot_std(learner, seed):
+    """expected_dot_std is std^2 * sqrt(d): the spread of the dot product of two random rows"""
+    for std, d in ((0.02, 768), (0.1, 64), (0.5, 10), (2.0, 3)):
+        expected = std**2 * math.sqrt(d)
+        what = f"expected_dot_std({std}, {d})"
+        result = unwrap(learner.call("expected_dot_std", seed=seed, std=std, d_model=d), what,
+                        MODULE)
+        got = result["value"]
+        if got is None:
+            raise Mistake(f"{what} returned a {result['type']}, expected a number (a float): "
+                          "math.sqrt keeps it a plain float")
+        if math.isclose(got, expected, rel_tol=1e-9):
+            continue
+        if math.isclose(got, std * math.sqrt(d), rel_tol=1e-9):
+            hint = ("that is std * sqrt(d): std instead of std**2. Each product of two "
+                    "independent N(0, std^2) numbers has variance std^4, so std^2 per term")
+        elif math.isclose(got, std**2 * d, rel_tol=1e-9):
+            hint = ("that is std^2 * d: d instead of sqrt(d). The d variances add up to "
+                    "std^4 * d; the standard deviation is its square root")
+        elif math.isclose(got, std**4 * d, rel_tol=1e-9):
+            hint = "that is the variance std^4 * d; return its square root, the standard deviation"
+        else:
+            hint = "the sum of d products of two N(0, std^2) numbers has std std^2 * sqrt(d)"
+        raise Mistake(f"{what} returned {got:.6g}, expected {expected:.6g}: {hint}")
+
+
+def _plan(config: dict) -> dict[str, tuple[str, float]]:
+    """Each parameter of GPT2(config) -> (what it is, its initial std; or "ones"/"zeros")."""
+    # Built on the CPU: a tiny model takes ~2 ms, while the meta device's first use costs ~1 s.
+    names = [name for name, _ in ref.GPT2(ref.GPT2Config(**config)).named_parameters()]
+    residual = 0.02 / math.sqrt(2 * config["n_layers"])
+    plan = {}
+    for name in names:
+        if name == "wte.weight":
+            plan[name] = ("the token embedding", 0.02)
+        elif name == "wpe.weight":
+            plan[name] = ("the position embedding", 0.01)
+        elif name.endswith(".bias"):
+            plan[name] = ("a bias", 0.0)
+        elif "ln_" in name:
+            plan[name] = ("a LayerNorm scale", 1.0)
+        elif name.endswith("c_proj.weight"):
+            plan[name] = ("a residual projection (c_proj)", residual)
+        else:
+            plan[name] = ("a Linear weight", 0.02)
+    return plan
+
+
+def _state(learner, seed: int) -> dict:
+    what = "GPT2(vocab_size=97, n_ctx=16, d_model=32, n_layers=2, n_heads=4, untied)"
+    built = unwrap(learner.call("gpt2_build", seed=seed, config=CONFIG), what, "gpt2")
+    return built["state"]
+
+
+def test_gpt2_weight_stds(learner, seed):
+    """init_weights: wte 0.02, wpe 0.01, Linear 0.02, c_proj 0.02/sqrt(2 n_layers)"""
+    state = _state(learner, seed)
+    n_layers = CONFIG["n_layers"]
+    for name, (kind, std) in _plan(CONFIG).items():
+        if kind in ("a bias", "a LayerNorm scale"):
+            continue
+        if name not in state:
+            raise Mistake(f"the model's state_dict has no {name}: init_weights must only change "
+                          "values, never remove or rename parameters")
+        problem = _misfit(state[name], std)
+        if problem is None:
+            continue
+        hint = f"GPT-2 draws {kind} from N(0, {std:.4g}^2)"
+        if name == "wpe.weight" and _near(state[name], 0.02):
+            hint = ("the position embedding is at the token embedding's 0.02: GPT-2 starts "
+                    "positions at 0.01 (nn.init.normal_(self.wpe.weight, 0.0, 0.01))")
+        elif name.endswith("c_proj.weight") and _near(state[name], 0.02):
+            hint = (f"c_proj is missing the 1/sqrt(2 * n_layers) scaling: with {n_layers} "
+                    "blocks, two residual adds each, the residual stream's variance grows with "
+                    f"depth unless c_proj starts at 0.02/sqrt(2 * n_layers) = {std:.4g}")
+        elif name.endswith("c_proj.weight") and _near(state[name], 0.02 / math.sqrt(n_layers)):
+            hint = ("c_proj is scaled by 1/sqrt(n_layers), but every block adds to the "
+                    "residual stream twice (attention and MLP): 0.02/sqrt(2 * n_layers)")
+        raise Mistake(f"after init_weights, {name} ({kind}) {problem}: {hint}")
+
+
+def test_gpt2_biases_and_layernorm(learner, seed):
+    """init_weights: every bias 0, every LayerNorm scale 1 and shift 0"""
+    state = _state(learner, seed)
+    for name, (kind, value) in _plan(CONFIG).items():
+        if kind not in ("a bias", "a LayerNorm scale"):
+            continue
+        if name not in state:
+            raise Mistake(f"the model's state_dict has no {name}: init_weights must only change "
+                          "values, never remove or rename parameters")
+        tensor = state[name]
+        if bool((tensor == value).all()):
+            continue
+        off = float((tensor - value).abs().max())
+        if "ln_" in name:
+            raise Mistake(
+                f"after init_weights, {name} is not all {value:g} (off by up to {off:.4g}): a "
+                "LayerNorm starts as the identity, scale 1 and shift 0 (nn.init.ones_ and "
+                "zeros_); do not draw LayerNorm parameters from N(0, 0.02^2)"
+            )
+        raise Mistake(
+            f"after init_weights, {name} is not all zeros (up to {off:.4g}): every Linear bias "
+            "starts at 0 (nn.init.zeros_); nn.Linear's own default bias is random"
+        )

@@ -1,0 +1,251 @@
+"""Stage 'init': other correct initialisations, and the mistakes the hidden suite must name."""
+
+CORRECT = {
+    "nn.init.normal_, parameters by name": {
+        "embeddings:Embedding.reset_parameters": '''
+            def reset_parameters(self):
+                std = self.std
+                if std is None:
+                    std = self.d_model ** -0.5
+                nn.init.normal_(self.weight, mean=0.0, std=std)
+        ''',
+        "embeddings:Embedding.scale_output": '''
+            def scale_output(self, x):
+                return x * self.d_model ** 0.5 if self.scale else x
+        ''',
+        "embeddings:expected_dot_std": '''
+            def expected_dot_std(std, d_model):
+                return std * std * d_model ** 0.5
+        ''',
+        "gpt2:GPT2.init_weights": '''
+            def init_weights(self):
+                n = self.config.n_layers
+                for name, p in self.named_parameters():
+                    if name == "wte.weight":
+                        nn.init.normal_(p, 0.0, 0.02)
+                    elif name == "wpe.weight":
+                        nn.init.normal_(p, 0.0, 0.01)
+                    elif name.endswith("bias"):
+                        nn.init.zeros_(p)
+                    elif ".ln_" in name or name.startswith("ln_"):
+                        nn.init.ones_(p)
+                    elif name.endswith("c_proj.weight"):
+                        nn.init.normal_(p, 0.0, 0.02 / math.sqrt(2 * n))
+                    else:
+                        nn.init.normal_(p, 0.0, 0.02)
+        ''',
+    },
+    "randn * std, copied in under no_grad": {
+        "embeddings:Embedding.reset_parameters": '''
+            def reset_parameters(self):
+                std = 1 / math.sqrt(self.d_model) if self.std is None else self.std
+                with torch.no_grad():
+                    self.weight.copy_(torch.randn(self.vocab_size, self.d_model) * std)
+        ''',
+        "embeddings:Embedding.scale_output": '''
+            def scale_output(self, x):
+                if self.scale:
+                    x = x * torch.sqrt(torch.tensor(float(self.d_model)))
+                return x
+        ''',
+        "embeddings:expected_dot_std": '''
+            def expected_dot_std(std, d_model):
+                return math.sqrt(d_model * std ** 4)
+        ''',
+        "gpt2:GPT2.init_weights": '''
+            def init_weights(self):
+                with torch.no_grad():
+                    for name, module in self.named_modules():
+                        if isinstance(module, nn.Linear):
+                            std = 0.02
+                            if name.split(".")[-1] == "c_proj":
+                                std /= math.sqrt(2 * self.config.n_layers)
+                            module.weight.copy_(torch.randn_like(module.weight) * std)
+                            if module.bias is not None:
+                                module.bias.zero_()
+                        elif isinstance(module, nn.LayerNorm):
+                            module.weight.fill_(1.0)
+                            module.bias.fill_(0.0)
+                    self.wte.weight.copy_(torch.randn_like(self.wte.weight) * 0.02)
+                    self.wpe.weight.copy_(torch.randn_like(self.wpe.weight) * 0.01)
+        ''',
+    },
+    "normal_ in place, embeddings through reset_parameters": {
+        "embeddings:Embedding.reset_parameters": '''
+            def reset_parameters(self):
+                if self.std is not None:
+                    std = self.std
+                else:
+                    std = math.pow(self.d_model, -0.5)
+                self.weight.data.normal_(mean=0.0, std=std)
+        ''',
+        "embeddings:expected_dot_std": '''
+            def expected_dot_std(std, d_model):
+                return float(std ** 2 * torch.tensor(float(d_model), dtype=torch.float64).sqrt())
+        ''',
+        "gpt2:GPT2.init_weights": '''
+            def init_weights(self):
+                for module in self.modules():
+                    if isinstance(module, nn.Linear):
+                        module.weight.data.normal_(0.0, 0.02)
+                        if module.bias is not None:
+                            module.bias.data.zero_()
+                    elif isinstance(module, nn.LayerNorm):
+                        module.reset_parameters()  # scale 1, shift 0
+                for block in self.blocks:
+                    for proj in (block.attn.c_proj, block.mlp.c_proj):
+                        proj.weight.data.normal_(0.0, 0.02 / (2 * self.config.n_layers) ** 0.5)
+                self.wte.std, self.wpe.std = 0.02, 0.01
+                self.wte.reset_parameters()
+                self.wpe.reset_parameters()
+        ''',
+    },
+}
+
+MISTAKES = {
+    "std ignored: N(0, 1)": (
+        {"embeddings:Embedding.reset_parameters": '''
+            def reset_parameters(self):
+                with torch.no_grad():
+                    self.weight.normal_()
+        '''},
+        "test_reset_parameters_uses_std", "ignores std",
+    ),
+    "std=None falls back to 0.02": (
+        {"embeddings:Embedding.reset_parameters": '''
+            def reset_parameters(self):
+                std = 0.02 if self.std is None else self.std
+                with torch.no_grad():
+                    self.weight.normal_(0.0, std)
+        '''},
+        "test_std_none_means_inverse_sqrt_d", "fell back to GPT-2's 0.02",
+    ),
+    "std=None as 1/d_model": (
+        {"embeddings:Embedding.reset_parameters": '''
+            def reset_parameters(self):
+                std = 1 / self.d_model if self.std is None else self.std
+                with torch.no_grad():
+                    self.weight.normal_(0.0, std)
+        '''},
+        "test_std_none_means_inverse_sqrt_d", "1/d_model instead of 1/sqrt(d_model)",
+    ),
+    "`self.std or ...` treats std=0.0 as None": (
+        {"embeddings:Embedding.reset_parameters": '''
+            def reset_parameters(self):
+                std = self.std or 1 / math.sqrt(self.d_model)
+                with torch.no_grad():
+                    self.weight.normal_(0.0, std)
+        '''},
+        "test_std_none_means_inverse_sqrt_d", "`self.std is None`",
+    ),
+    "zero init": (
+        {"embeddings:Embedding.reset_parameters": '''
+            def reset_parameters(self):
+                with torch.no_grad():
+                    self.weight.zero_()
+        '''},
+        "test_rows_are_not_identical", "symmetry never breaks",
+    ),
+    "reset replaces the Parameter": (
+        {"embeddings:Embedding.reset_parameters": '''
+            def reset_parameters(self):
+                std = self.std if self.std is not None else 1 / math.sqrt(self.d_model)
+                self.weight = nn.Parameter(torch.randn(self.vocab_size, self.d_model) * std)
+        '''},
+        "test_reset_refills_in_place", "new Parameter",
+    ),
+    "scale not applied": (
+        {"embeddings:Embedding.scale_output": '''
+            def scale_output(self, x):
+                return x
+        '''},
+        "test_scale_output", "returned x unchanged",
+    ),
+    "scale applied twice": (
+        {"embeddings:Embedding.scale_output": '''
+            def scale_output(self, x):
+                if self.scale:
+                    x = x * math.sqrt(self.d_model)
+                    x = x * math.sqrt(self.d_model)
+                return x
+        '''},
+        "test_scale_output", "applied twice",
+    ),
+    "scaled even when scale=False": (
+        {"embeddings:Embedding.scale_output": '''
+            def scale_output(self, x):
+                return x * math.sqrt(self.d_model)
+        '''},
+        "test_scale_output", "scale=False",
+    ),
+    "dot std with std instead of std^2": (
+        {"embeddings:expected_dot_std": '''
+            def expected_dot_std(std, d_model):
+                return std * math.sqrt(d_model)
+        '''},
+        "test_expected_dot_std", "std instead of std**2",
+    ),
+    "dot std with d instead of sqrt(d)": (
+        {"embeddings:expected_dot_std": '''
+            def expected_dot_std(std, d_model):
+                return std**2 * d_model
+        '''},
+        "test_expected_dot_std", "d instead of sqrt(d)",
+    ),
+    "wpe at 0.02": (
+        {"gpt2:GPT2.init_weights": '''
+            def init_weights(self):
+                for name, module in self.named_modules():
+                    if isinstance(module, nn.Linear):
+                        std = 0.02
+                        if name.endswith("c_proj"):
+                            std /= math.sqrt(2 * self.config.n_layers)
+                        nn.init.normal_(module.weight, 0.0, std)
+                        if module.bias is not None:
+                            nn.init.zeros_(module.bias)
+                nn.init.normal_(self.wte.weight, 0.0, 0.02)
+                nn.init.normal_(self.wpe.weight, 0.0, 0.02)
+        '''},
+        "test_gpt2_weight_stds", "positions at 0.01",
+    ),
+    "c_proj without 1/sqrt(2 n_layers)": (
+        {"gpt2:GPT2.init_weights": '''
+            def init_weights(self):
+                for module in self.modules():
+                    if isinstance(module, nn.Linear):
+                        nn.init.normal_(module.weight, 0.0, 0.02)
+                        if module.bias is not None:
+                            nn.init.zeros_(module.bias)
+                nn.init.normal_(self.wte.weight, 0.0, 0.02)
+                nn.init.normal_(self.wpe.weight, 0.0, 0.01)
+        '''},
+        "test_gpt2_weight_stds", "1/sqrt(2 * n_layers)",
+    ),
+    "biases left at nn.Linear's default": (
+        {"gpt2:GPT2.init_weights": '''
+            def init_weights(self):
+                for name, module in self.named_modules():
+                    if isinstance(module, nn.Linear):
+                        std = 0.02
+                        if name.endswith("c_proj"):
+                            std /= math.sqrt(2 * self.config.n_layers)
+                        nn.init.normal_(module.weight, 0.0, std)
+                nn.init.normal_(self.wte.weight, 0.0, 0.02)
+                nn.init.normal_(self.wpe.weight, 0.0, 0.01)
+        '''},
+        "test_gpt2_biases_and_layernorm", "not all zeros",
+    ),
+    "every .weight drawn, LayerNorm scales too": (
+        {"gpt2:GPT2.init_weights": '''
+            def init_weights(self):
+                for name, p in self.named_parameters():
+                    if name.endswith("bias"):
+                        nn.init.zeros_(p)
+                    elif name.endswith("c_proj.weight"):
+                        nn.init.normal_(p, 0.0, 0.02 / math.sqrt(2 * self.config.n_layers))
+                    else:
+                        nn.init.normal_(p, 0.0, 0.01 if name == "wpe.weight" else 0.02)
+        '''},
+        "test_gpt2_biases_and_layernorm", "LayerNorm starts as the identity",
+    ),
+}
