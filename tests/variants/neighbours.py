@@ -1,0 +1,176 @@
+"""Stage 'neighbours': other correct cosines and rankings, and the mistakes the suite must name."""
+
+CORRECT = {
+    "F.normalize, full stable sort": {
+        "embeddings:cosine_similarity": '''
+            def cosine_similarity(a, b, eps=1e-8):
+                a = torch.nn.functional.normalize(a, dim=-1, eps=eps)
+                b = torch.nn.functional.normalize(b, dim=-1, eps=eps)
+                return (a * b).sum(dim=-1)
+        ''',
+        "embeddings:_top_k": '''
+            def _top_k(E, query, k, exclude):
+                sims = cosine_similarity(E, query)  # (V,)
+                sims[list(exclude)] = -math.inf
+                order = torch.sort(sims, descending=True, stable=True).indices[:k]
+                return order, sims[order]
+        ''',
+    },
+    "divide after, sorted() with a (-score, id) key, a mask": {
+        "embeddings:cosine_similarity": '''
+            def cosine_similarity(a, b, eps=1e-8):
+                dot = (a * b).sum(dim=-1)
+                lengths = a.norm(dim=-1).clamp_min(eps) * b.norm(dim=-1).clamp_min(eps)
+                return dot / lengths
+        ''',
+        "embeddings:_top_k": '''
+            def _top_k(E, query, k, exclude):
+                sims = cosine_similarity(E, query)
+                scores = sims.tolist()
+                candidates = [i for i in range(len(scores)) if i not in set(exclude)]
+                best = sorted(candidates, key=lambda i: (-scores[i], i))[:k]
+                ids = torch.tensor(best, dtype=torch.long, device=sims.device)
+                return ids, sims[ids]
+        ''',
+        "embeddings:cosine_neighbours": '''
+            def cosine_neighbours(E, token, k):
+                if isinstance(token, torch.Tensor) and token.dim() == 1:
+                    return _top_k(E, token.to(E), k, [])
+                index = int(token)
+                return _top_k(E, E[index], k, [index])
+        ''',
+    },
+    "F.cosine_similarity, argsort of the negated scores, query c + (b - a)": {
+        "embeddings:cosine_similarity": '''
+            def cosine_similarity(a, b, eps=1e-8):
+                return torch.nn.functional.cosine_similarity(a, b, dim=-1, eps=eps)
+        ''',
+        "embeddings:_top_k": '''
+            def _top_k(E, query, k, exclude):
+                sims = cosine_similarity(E, query)
+                mask = torch.zeros_like(sims, dtype=torch.bool)
+                mask[list(exclude)] = True
+                masked = sims.masked_fill(mask, -math.inf)
+                order = torch.argsort(-masked, stable=True)[:k]
+                return order, masked[order]
+        ''',
+        "embeddings:analogy": '''
+            def analogy(E, a, b, c, k=1, exclude_inputs=True):
+                query = E[c] + (E[b] - E[a])
+                return _top_k(E, query, k, [a, b, c] if exclude_inputs else [])
+        ''',
+    },
+    "one matmul over the table, divide after, topk plus a tie-break": {
+        "embeddings:_top_k": '''
+            def _top_k(E, query, k, exclude):
+                dots = E @ query  # (V,)
+                sims = dots / (E.norm(dim=1).clamp_min(1e-8) * query.norm().clamp_min(1e-8))
+                sims[list(exclude)] = -math.inf
+                kth = sims.topk(k).values[-1]
+                tied = torch.nonzero(sims >= kth).squeeze(1)  # ascending ids
+                order = torch.sort(sims[tied], descending=True, stable=True).indices[:k]
+                return tied[order], sims[tied[order]]
+        ''',
+    },
+}
+
+MISTAKES = {
+    "no eps (NaN for a zero vector)": (
+        {"embeddings:cosine_similarity": '''
+            def cosine_similarity(a, b, eps=1e-8):
+                a = a / a.norm(dim=-1, keepdim=True)
+                return (a * (b / b.norm(dim=-1, keepdim=True))).sum(-1)
+        '''},
+        "test_zero_vectors_score_zero", "NaN",
+    ),
+    "dot product": (
+        {"embeddings:cosine_similarity": '''
+            def cosine_similarity(a, b, eps=1e-8):
+                return (a * b).sum(dim=-1)
+        '''},
+        "test_cosine_similarity_values", "dot product",
+    ),
+    "no broadcasting (a @ b)": (
+        {"embeddings:cosine_similarity": '''
+            def cosine_similarity(a, b, eps=1e-8):
+                a = a / a.norm(dim=-1, keepdim=True).clamp_min(eps)
+                b = b / b.norm(dim=-1, keepdim=True).clamp_min(eps)
+                return a @ b.T if b.dim() > 1 else a @ b
+        '''},
+        "test_cosine_similarity_broadcasts", "broadcast",
+    ),
+    "query excluded by position (topk(k + 1)[1:])": (
+        {"embeddings:cosine_neighbours": '''
+            def cosine_neighbours(E, token, k):
+                if isinstance(token, torch.Tensor) and token.dim() == 1:
+                    return _top_k(E, token, k, [])
+                sims = cosine_similarity(E, E[int(token)])
+                order = torch.sort(sims, descending=True, stable=True).indices[1 : k + 1]
+                return order, sims[order]
+        '''},
+        "test_query_excluded_by_index", "by its index",
+    ),
+    "every row equal to the query excluded": (
+        {"embeddings:cosine_neighbours": '''
+            def cosine_neighbours(E, token, k):
+                if isinstance(token, torch.Tensor) and token.dim() == 1:
+                    return _top_k(E, token, k, [])
+                sims = cosine_similarity(E, E[int(token)])
+                same = torch.nonzero(sims > 1 - 1e-6).flatten().tolist()
+                return _top_k(E, E[int(token)], k, same)
+        '''},
+        "test_query_excluded_by_index", "must come first",
+    ),
+    "ascending order": (
+        {"embeddings:_top_k": '''
+            def _top_k(E, query, k, exclude):
+                sims = cosine_similarity(E, query)
+                sims[list(exclude)] = math.inf
+                order = torch.sort(sims, stable=True).indices[:k]
+                return order, sims[order]
+        '''},
+        "test_neighbours_match_reference", "descending",
+    ),
+    "ties reversed (an ascending sort, flipped)": (
+        {"embeddings:_top_k": '''
+            def _top_k(E, query, k, exclude):
+                sims = cosine_similarity(E, query)
+                sims[list(exclude)] = -math.inf
+                order = torch.sort(sims, stable=True).indices.flip(0)[:k]
+                return order, sims[order]
+        '''},
+        "test_ties_go_to_smaller_id", "smaller id",
+    ),
+    "a query vector excludes its nearest row": (
+        {"embeddings:cosine_neighbours": '''
+            def cosine_neighbours(E, token, k):
+                if isinstance(token, torch.Tensor) and token.dim() == 1:
+                    nearest = int(cosine_similarity(E, token).argmax())
+                    return _top_k(E, token, k, [nearest])
+                return _top_k(E, E[int(token)], k, [int(token)])
+        '''},
+        "test_query_vector_excludes_nothing", "nothing is excluded",
+    ),
+    "analogy keeps its inputs": (
+        {"embeddings:analogy": '''
+            def analogy(E, a, b, c, k=1, exclude_inputs=True):
+                return _top_k(E, E[b] - E[a] + E[c], k, [])
+        '''},
+        "test_analogy_excludes_inputs", "Nissim",
+    ),
+    "analogy always leaves its inputs out": (
+        {"embeddings:analogy": '''
+            def analogy(E, a, b, c, k=1, exclude_inputs=True):
+                return _top_k(E, E[b] - E[a] + E[c], k, [a, b, c])
+        '''},
+        "test_analogy_excludes_inputs", "exclude_inputs=False",
+    ),
+    "analogy the wrong way round (E[a] - E[b] + E[c])": (
+        {"embeddings:analogy": '''
+            def analogy(E, a, b, c, k=1, exclude_inputs=True):
+                exclude = [a, b, c] if exclude_inputs else []
+                return _top_k(E, E[a] - E[b] + E[c], k, exclude)
+        '''},
+        "test_analogy_direction", "E[b] - E[a] + E[c]",
+    ),
+}

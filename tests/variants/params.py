@@ -1,0 +1,154 @@
+"""Stage 'params': other correct calculators, and the mistakes the hidden suite must name."""
+
+CORRECT = {
+    "module by module, in a loop": {
+        "params:count_params": '''
+            def count_params(vocab_size, d_model, n_layers, n_ctx, tied=True):
+                def linear(n_in, n_out):
+                    return n_in * n_out + n_out  # weights and a bias
+
+                def layer_norm(d):
+                    return 2 * d  # a scale and a shift
+
+                d = d_model
+                attention = mlp = layer_norms = 0
+                for _ in range(n_layers):
+                    attention += linear(d, 3 * d) + linear(d, d)
+                    mlp += linear(d, 4 * d) + linear(4 * d, d)
+                    layer_norms += layer_norm(d) + layer_norm(d)
+                lm_head = 0 if tied else vocab_size * d
+                parts = [vocab_size * d, n_ctx * d, attention, mlp, layer_norms, layer_norm(d),
+                         lm_head]
+                return ParamCount(*parts, total=sum(parts))
+        ''',
+    },
+    "closed form, total written out": {
+        "params:count_params": '''
+            def count_params(vocab_size, d_model, n_layers, n_ctx, tied=True):
+                V, d, N = vocab_size, d_model, n_layers
+                total = (V + n_ctx) * d + N * (12 * d * d + 13 * d) + 2 * d + (0 if tied else V * d)
+                return ParamCount(
+                    token_embedding=V * d, position_embedding=n_ctx * d,
+                    attention=N * (4 * d * d + 4 * d), mlp=N * (8 * d * d + 5 * d),
+                    layer_norms=N * 4 * d, final_norm=2 * d, lm_head=0 if tied else V * d,
+                    total=total,
+                )
+        ''',
+    },
+    "sizes from torch, share as 1 - rest": {
+        "params:ParamCount.embedding_share": '''
+            @property
+            def embedding_share(self):
+                return 1 - (self.total - self.token_embedding) / self.total
+        ''',
+        "params:ParamCount.memory_bytes": '''
+            def memory_bytes(self, dtype="fp32"):
+                names = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+                if isinstance(dtype, str):
+                    if dtype not in names:
+                        raise ValueError(f"unknown dtype {dtype!r}: fp32, fp16 or bf16")
+                    dtype = names[dtype]
+                if dtype not in names.values():
+                    raise ValueError(f"unknown dtype {dtype}: fp32, fp16 or bf16")
+                return self.total * (torch.finfo(dtype).bits // 8)
+        ''',
+    },
+}
+
+_TIED_HEAD_COUNTED = '''
+    def count_params(vocab_size, d_model, n_layers, n_ctx, tied=True):
+        d = d_model
+        counts = {
+            "token_embedding": vocab_size * d, "position_embedding": n_ctx * d,
+            "attention": n_layers * (4 * d * d + 4 * d), "mlp": n_layers * (8 * d * d + 5 * d),
+            "layer_norms": n_layers * 4 * d, "final_norm": 2 * d, "lm_head": d * vocab_size,
+        }
+        return ParamCount(**counts, total=sum(counts.values()))
+'''
+
+
+def _count_params(token="vocab_size * d", position="n_ctx * d", attention="4 * d * d + 4 * d",
+                  mlp="8 * d * d + 5 * d", layer_norms="4 * d", final_norm="2 * d") -> str:
+    """count_params with some parts written wrong (per block where it says so)."""
+    return f'''
+        def count_params(vocab_size, d_model, n_layers, n_ctx, tied=True):
+            d = d_model
+            counts = {{
+                "token_embedding": {token}, "position_embedding": {position},
+                "attention": n_layers * ({attention}), "mlp": n_layers * ({mlp}),
+                "layer_norms": n_layers * ({layer_norms}), "final_norm": {final_norm},
+                "lm_head": 0 if tied else d * vocab_size,
+            }}
+            return ParamCount(**counts, total=sum(counts.values()))
+    '''
+
+
+MISTAKES = {
+    "the tied head counted": (
+        {"params:count_params": _TIED_HEAD_COUNTED},
+        "test_gpt2_totals", "counted once (163,037,184 is gpt2 untied)",
+    ),
+    "the position embedding forgotten": (
+        {"params:count_params": _count_params(position="0")},
+        "test_gpt2_totals", "786,432 short",
+    ),
+    "attention without biases": (
+        {"params:count_params": _count_params(attention="4 * d * d")},
+        "test_parts_field_by_field", "attention without biases",
+    ),
+    "no biases anywhere": (
+        {"params:count_params": _count_params(attention="4 * d * d", mlp="8 * d * d")},
+        "test_gpt2_totals", "the Linear layers without biases",
+    ),
+    "layer norms dropped": (
+        {"params:count_params": _count_params(layer_norms="0", final_norm="0")},
+        "test_gpt2_totals", "the layer norms are missing",
+    ),
+    "layer norms as a scale only": (
+        {"params:count_params": _count_params(layer_norms="2 * d", final_norm="d")},
+        "test_parts_field_by_field", "a scale and a shift",
+    ),
+    "fp16 at 4 bytes per number": (
+        {"params:ParamCount.memory_bytes": '''
+            def memory_bytes(self, dtype="fp32"):
+                sizes = {"fp32": 4, "fp16": 4, "bf16": 2, torch.float32: 4, torch.float16: 4,
+                         torch.bfloat16: 2}
+                if dtype not in sizes:
+                    raise ValueError(f"unknown dtype {dtype!r}; use fp32, fp16 or bf16")
+                return self.total * sizes[dtype]
+        '''},
+        "test_memory_bytes", "2 bytes (16 bits), not 4",
+    ),
+    "embedding_share counts the position embedding too": (
+        {"params:ParamCount.embedding_share": '''
+            @property
+            def embedding_share(self):
+                return (self.token_embedding + self.position_embedding) / self.total
+        '''},
+        "test_embedding_share", "the token embedding (wte) alone",
+    ),
+    "embedding_share as a percentage": (
+        {"params:ParamCount.embedding_share": '''
+            @property
+            def embedding_share(self):
+                return 100 * self.token_embedding / self.total
+        '''},
+        "test_embedding_share", "percentage",
+    ),
+    "unknown dtype guessed as 4 bytes": (
+        {"params:ParamCount.memory_bytes": '''
+            def memory_bytes(self, dtype="fp32"):
+                name = _TORCH_DTYPES.get(dtype, dtype) if isinstance(dtype, torch.dtype) else dtype
+                return self.total * DTYPE_BYTES.get(name, 4)
+        '''},
+        "test_unknown_dtype_refused", "should raise ValueError",
+    ),
+    "unknown dtype raises KeyError": (
+        {"params:ParamCount.memory_bytes": '''
+            def memory_bytes(self, dtype="fp32"):
+                name = _TORCH_DTYPES.get(dtype, dtype) if isinstance(dtype, torch.dtype) else dtype
+                return self.total * DTYPE_BYTES[name]
+        '''},
+        "test_unknown_dtype_refused", "raised KeyError",
+    ),
+}
