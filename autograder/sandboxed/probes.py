@@ -8,7 +8,6 @@ functions that were called. Probes decide nothing; the hidden suites compare in 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import torch
@@ -125,7 +124,7 @@ def cosine_similarity(m, a, b, device="cpu", eps=None):
 
 
 def _pair(result: object) -> dict:
-    if isinstance(result, tuple) and len(result) == 2:
+    if isinstance(result, tuple | list) and len(result) == 2:
         return {"ids": result[0], "sims": result[1], "kind": "tuple"}
     return {"ids": None, "sims": None, "kind": type(result).__name__}
 
@@ -145,22 +144,39 @@ def analogy(m, E, a, b, c, device="cpu", **kwargs):
 # --- params ---------------------------------------------------------------------------------
 
 
+def _number(get: Callable) -> object:
+    """``get()`` if it gives a plain number; else its exception, or its type, as data."""
+    try:
+        value = get()
+    except Exception as exc:  # noqa: BLE001 - a refusal is a result here
+        message = str(exc)[:500]
+        return {"error": type(exc).__name__, "message": message,
+                "not_implemented": isinstance(exc, NotImplementedError)
+                and "not implemented yet" in message}
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value if type(value) in (int, float) else float(value)  # np.float64 too
+    return {"type": type(value).__name__}
+
+
 @probe
-def count_params(m, fields, dtypes=(), **shape):
+def count_params(m, fields, dtypes=(), share=False, **shape):
+    """The learner's ParamCount: its ``fields``, ``embedding_share`` if ``share``, and
+    ``memory_bytes(dtype)`` for each of ``dtypes`` ("fp16", "torch.float16"; "default" calls it
+    with no argument). A property or method that raises is reported, not propagated, so an
+    unfinished ``memory_bytes`` does not hide a finished ``count_params``."""
     count = m["params"].count_params(**shape)
     out: dict = {"type": type(count).__name__, "fields": {}, "memory": {}}
     for name in fields:
         value = getattr(count, name, None)
         out["fields"][name] = value if type(value) in (int, float, bool) else repr(type(value))
-    share = count.embedding_share
-    out["embedding_share"] = share if type(share) in (int, float) else None
+    if share:
+        out["embedding_share"] = _number(lambda: count.embedding_share)
     for dtype in dtypes:
+        if dtype == "default":
+            out["memory"][dtype] = _number(lambda: count.memory_bytes())
+            continue
         arg = getattr(torch, dtype[len("torch.") :]) if dtype.startswith("torch.") else dtype
-        try:
-            value = count.memory_bytes(arg)
-            out["memory"][dtype] = value if type(value) in (int, float) else None
-        except Exception as exc:  # noqa: BLE001 - a refusal is a result here
-            out["memory"][dtype] = {"error": type(exc).__name__, "message": str(exc)[:500]}
+        out["memory"][dtype] = _number(lambda arg=arg: count.memory_bytes(arg))
     return out
 
 
@@ -177,6 +193,8 @@ def _tie_facts(model: nn.Module) -> dict:
     return {
         "same_object": head is table,
         "same_storage": head.data_ptr() == table.data_ptr(),
+        "head_shape": list(head.shape),
+        "same_values": head.shape == table.shape and torch.equal(head.detach(), table.detach()),
         "n_params": sum(p.numel() for p in model.parameters()),
         "head_is_param": type(head) is nn.Parameter,
     }
@@ -198,8 +216,12 @@ def gpt2_build(m, config, ids=None, device="cpu", state=True):
 
 @probe
 def gpt2_after_to(m, config, dtype="float64", device="cpu"):
-    model = _build(m, config).to(device=device, dtype=getattr(torch, dtype))
-    return _tie_facts(model)
+    """The tie before and after ``model.to(device, dtype)``."""
+    model = _build(m, config)
+    before = _tie_facts(model)
+    out = _tie_facts(model.to(device=device, dtype=getattr(torch, dtype)))
+    out["before"] = before
+    return out
 
 
 @probe
@@ -219,26 +241,15 @@ def gpt2_after_load(m, config, state):
 def gpt2_tie_direction(m, config, table, head):
     """Build untied, fill wte with ``table`` and lm_head with ``head``, then tie."""
     model = _build(m, {**config, "tie_weights": False})
-    original = model.wte.weight
+    tied_before = model.lm_head.weight.data_ptr() == model.wte.weight.data_ptr()  # untied: False
     _set_weight(model.wte, table)
     _set_weight(model.lm_head, head)
     model.config.tie_weights = True
     model.tie_weights()
     out = _tie_facts(model)
-    out["wte_kept"] = model.wte.weight is original
+    out["tied_before"] = tied_before
     out["shared"] = model.lm_head.weight
     return out
-
-
-@probe
-def gpt2_initial_loss(m, config, ids):
-    """Next-token cross-entropy of a freshly built model on ``ids`` (B, T)."""
-    model = _build(m, config).eval()
-    with torch.no_grad():
-        logits = model(ids)  # (B, T, V)
-    V = logits.shape[-1]
-    loss = nn.functional.cross_entropy(logits[:, :-1].reshape(-1, V), ids[:, 1:].reshape(-1))
-    return {"loss": float(loss), "ln_v": math.log(V)}
 
 
 @probe
@@ -260,11 +271,15 @@ def embedding_reset(m, vocab_size, d_model, std):
 
 @probe
 def embedding_scale(m, d_model, scale, x, vocab_size=10):
-    layer = m["embeddings"].Embedding(vocab_size, d_model, scale=scale)
+    """``scale_output(x)`` on a layer built without ``reset_parameters``: graded on its own."""
+    cls = m["embeddings"].Embedding
+    bare = type(cls.__name__, (cls,), {"reset_parameters": lambda self: None})
+    layer = bare(vocab_size, d_model, scale=scale)
     return {"out": layer.scale_output(x)}
 
 
 @probe
 def expected_dot_std(m, std, d_model):
     value = m["embeddings"].expected_dot_std(std, d_model)
-    return {"value": value if type(value) in (int, float) else None, "type": type(value).__name__}
+    number = isinstance(value, int | float) and not isinstance(value, bool)  # np.float64 too
+    return {"value": float(value) if number else None, "type": type(value).__name__}
