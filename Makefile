@@ -7,7 +7,8 @@ TORCH ?= torch==2.13.0
 SUBMISSION ?= exercises
 PY := $(VENV)/bin/python
 
-.PHONY: setup setup-dev sandbox grade grade-cuda test check lint stubs mutation benchmark clean
+.PHONY: setup setup-dev sandbox grade grade-cuda test check lint stubs mutation benchmark clean \
+	benchmark-batch gradescope handout
 
 $(VENV)/.grading: requirements.txt
 	@$(MAKE) --no-print-directory sandbox
@@ -46,6 +47,15 @@ mutation: setup-dev          ## mutate lumen's solution lines; every mutant must
 
 benchmark: setup-dev         ## speed targets, as ratios measured side by side
 	$(PY) benchmarks/grade_speed.py
+
+benchmark-batch: setup-dev   ## a class of 100 in one batch vs. one cold grade each (target 0.25)
+	$(PY) benchmarks/batch_speed.py
+
+gradescope: setup            ## build/autograder.zip: upload it to Gradescope as the autograder
+	$(PY) -m autograder.gradescope --out build/autograder.zip --torch "$(TORCH)"
+
+handout: setup               ## build/handout.zip: what learners receive (exercises/, README)
+	$(PY) -m solutions.handout --out build/handout.zip
 
 lint: setup-dev
 	$(PY) -m ruff check .

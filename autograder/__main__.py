@@ -1,5 +1,9 @@
 """``python -m autograder grade PATH``: grade one submission, stage by stage.
 
+``python -m autograder grade-batch SUBMISSIONS --out grades.csv``: grade a class, one folder or
+.zip per learner, resumably (see ``autograder/batch.py``); exit status 0 when every learner was
+graded, 1 when some could not be (a rerun retries them), 2 when the batch stopped.
+
 Exit status 0 whenever grading finished, whatever the score; 2 when the grader itself could not
 run (a broken rubric, a worker that cannot start).
 """
@@ -10,8 +14,19 @@ import argparse
 import sys
 from pathlib import Path
 
+from lumen.stages import STAGE_NAMES
+
 from .grading import GraderError, grade
 from .rubric import RubricError
+
+
+def _stages(value: str) -> list[str]:
+    names = [s for s in value.split(",") if s]
+    unknown = [s for s in names if s not in STAGE_NAMES]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown stage(s) {', '.join(unknown)}; the stages "
+                                         f"are {', '.join(STAGE_NAMES)}")
+    return names
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,13 +43,45 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--visibility", default="after_due_date",
                    choices=("hidden", "after_due_date", "after_published", "visible"),
                    help="Gradescope visibility of each hidden test (default after_due_date)")
+    g.add_argument("--stage", action="append", type=_stages, metavar="STAGE[,STAGE]",
+                   help="grade only these stages (the others score 0); default: all")
+    b = commands.add_parser("grade-batch", help="grade a class: one folder or .zip per learner")
+    b.add_argument("submissions", type=Path, help="the folder of learners' submissions")
+    b.add_argument("--out", type=Path, default=Path("grades.csv"),
+                   help="the class CSV (default grades.csv); per-learner files go in the "
+                        "folder of the same name without .csv")
+    b.add_argument("--jobs", type=int, default=2,
+                   help="grading processes, each a warm worker (default 2)")
+    b.add_argument("--force", action="store_true", help="regrade learners graded before")
+    b.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    b.add_argument("--sandbox", choices=("auto", "bwrap", "process"), default="auto")
+    b.add_argument("--visibility", default="after_due_date",
+                   choices=("hidden", "after_due_date", "after_published", "visible"))
+    b.add_argument("--stage", action="append", type=_stages, metavar="STAGE[,STAGE]",
+                   help="grade only these stages (the others score 0); default: all")
     args = parser.parse_args(argv)
+    stages = sorted({s for chosen in args.stage or [] for s in chosen},
+                    key=STAGE_NAMES.index) or None
+
+    if args.command == "grade-batch":
+        from .batch import run
+
+        if not args.submissions.is_dir():
+            print(f"error: no folder of submissions at {args.submissions}", file=sys.stderr)
+            return 2
+        if not args.out.suffix:
+            print(f"error: --out {args.out}: name the CSV with its suffix (grades.csv); the "
+                  "per-learner folder takes the name without it", file=sys.stderr)
+            return 2
+        return run(args.submissions, args.out, jobs=args.jobs, force=args.force,
+                   device=args.device, sandbox=args.sandbox, stages=stages,
+                   visibility=args.visibility)
 
     if not args.path.exists():
         print(f"error: no submission at {args.path}", file=sys.stderr)
         return 2
     try:
-        result = grade(args.path, args.device, args.sandbox, args.seed)
+        result = grade(args.path, args.device, args.sandbox, args.seed, stages=stages)
     except (GraderError, RubricError, OSError) as error:
         print(f"error: the grader could not run: {type(error).__name__}: {error}", file=sys.stderr)
         return 2

@@ -1,13 +1,18 @@
 """Taking in a submission: a folder or a .zip, copied into a private folder the worker can see.
 
 Only the three files a learner submits are taken, each at most ``MAX_FILE`` bytes. From a zip
-they are found wherever they sit (a zipped folder is common), and nothing is ever extracted
+or a folder they are found wherever they sit (a zipped or uploaded exercises/ folder is
+common; the shallowest copy wins), symbolic links are never followed, and nothing is extracted
 by the zip's own paths, so an absolute or ``../`` name cannot write outside. Problems do not
-stop grading: each one is recorded, and what it affects gets 0 with that message.
+stop grading: each one is recorded, and what it affects gets 0 with that message. A file that
+is there but unusable (not UTF-8, too large, unreadable in the zip, a symbolic link) is
+replaced by a two-line module that fails to import with the problem, so every test that needs
+it says why, not just "missing".
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import zipfile
@@ -18,6 +23,8 @@ from lumen.stages import SUBMISSION_FILES
 
 MAX_FILE = 1 << 20  # 1 MiB: far more than any honest embeddings.py
 MAX_ZIP_MEMBERS = 2000
+#: What an unusable file becomes: importing it raises the problem (the docstring) as its error.
+UNUSABLE = "{why!r}\nraise ImportError(__doc__)  # the grader's stand-in: your file was unusable\n"
 
 
 @dataclass
@@ -44,11 +51,34 @@ def _check_text(name: str, data: bytes, prepared: Prepared) -> bool:
     return True
 
 
+def _find_in_folder(source: Path, name: str) -> Path | None:
+    """``name`` at the top of ``source``, else the shallowest one below it (an uploaded
+    repository or an unzipped exercises/ folder); never through a linked folder."""
+    if (source / name).exists() or (source / name).is_symlink():
+        return source / name
+    seen, best = 0, None
+    for folder, subfolders, files in os.walk(source):  # does not follow links
+        subfolders[:] = sorted(d for d in subfolders if not d.startswith((".", "__MACOSX")))
+        seen += len(files) + len(subfolders)
+        if seen > MAX_ZIP_MEMBERS:
+            break
+        here = Path(folder)
+        if name in files and (best is None or len(here.parts) < len(best.parent.parts)):
+            best = here / name
+    return best
+
+
 def _from_folder(source: Path, prepared: Prepared) -> dict[str, bytes]:
     found = {}
     for name in SUBMISSION_FILES:
-        path = source / name
+        path = _find_in_folder(source, name)
+        if path is None:
+            continue
+        if path.is_symlink():  # never read through a link: it could point at any file here
+            prepared.problems[name] = f"{name} is a symbolic link: submit the file itself"
+            continue
         if not path.is_file():
+            prepared.problems[name] = f"{name} is not a regular file"
             continue
         if path.stat().st_size > MAX_FILE:
             prepared.problems[name] = f"{name} is larger than {MAX_FILE:,} bytes"
@@ -60,7 +90,7 @@ def _from_folder(source: Path, prepared: Prepared) -> dict[str, bytes]:
 def _from_zip(source: Path, prepared: Prepared) -> dict[str, bytes]:
     try:
         archive = zipfile.ZipFile(source)
-    except (zipfile.BadZipFile, OSError) as error:
+    except Exception as error:  # noqa: BLE001 - any malformed zip is the learner's to fix
         prepared.notes.append(f"{source.name} is not a readable zip file ({error})")
         return {}
     found: dict[str, bytes] = {}
@@ -85,8 +115,13 @@ def _from_zip(source: Path, prepared: Prepared) -> dict[str, bytes]:
             if info.file_size > MAX_FILE:
                 prepared.problems[name] = f"{name} in the zip is larger than {MAX_FILE:,} bytes"
                 continue
-            with archive.open(info) as member:
-                data = member.read(MAX_FILE + 1)  # never trust the header's size (zip bombs)
+            try:
+                with archive.open(info) as member:
+                    data = member.read(MAX_FILE + 1)  # never trust the header's size (bombs)
+            except Exception as error:  # noqa: BLE001 - bad CRC, corrupt data, encrypted, ...
+                prepared.problems[name] = (f"{name} could not be read from the zip "
+                                           f"({type(error).__name__}: {error}): zip it again")
+                continue
             if len(data) > MAX_FILE:
                 prepared.problems[name] = f"{name} in the zip is larger than {MAX_FILE:,} bytes"
                 continue
@@ -111,9 +146,12 @@ def prepare(source: Path) -> Prepared:
     else:
         raise FileNotFoundError(f"no submission at {source}")
     for name in SUBMISSION_FILES:
-        if name in found:
-            if _check_text(name, found[name], prepared):
-                (folder / name).write_bytes(found[name])
-        elif name not in prepared.problems:
+        if name not in found and name not in prepared.problems:
             prepared.problems[name] = f"{name} is missing from the submission"
+            continue  # the worker says so itself, in every test that needs it
+        if name in found and _check_text(name, found[name], prepared):
+            (folder / name).write_bytes(found[name])
+        else:  # there but unusable: a stand-in whose import fails with the reason
+            why = prepared.problems[name]
+            (folder / name).write_text(UNUSABLE.format(why=why), encoding="utf-8")
     return prepared

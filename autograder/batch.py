@@ -1,0 +1,473 @@
+"""Grading a class: ``python -m autograder grade-batch SUBMISSIONS --out grades.csv``.
+
+SUBMISSIONS holds one folder or .zip per learner; the learner's id is its name without .zip.
+Everything written lands next to ``--out``, in a folder named after it (grades.csv ->
+grades/)::
+
+    grades.csv                  one row per learner: learner, total, a column per stage,
+                                seconds, notes (rebuilt from the results.json files every run)
+    grades/alice/results.json   Gradescope's results.json, extra_data.notes,
+                                .learner and .graded_stages added
+    grades/alice/feedback.txt   the report the learner reads (``python -m autograder grade``'s)
+    grades/alice/error.txt      only if the grader itself failed on alice (retried next run)
+    grades/summary.md           per-stage averages, the histogram, mistakes ranked by learners
+    grades/histogram.png        the score histogram
+
+A learner whose results.json exists is skipped, so a killed batch resumes where it stopped
+(``--force`` regrades everyone). Every file is written atomically and the CSV and summary are
+rebuilt from the results.json files at the end, so a kill never leaves a half-written row.
+
+``--jobs N`` runs N grading processes (``python -m autograder.batch --serve``), each with one
+warm ``Grader``: torch is imported N times per batch, not once per learner. A learner whose
+grading fails (the grader's fault, not theirs) gets an error.txt and an empty row, and the
+batch goes on; only a broken rubric, or a grader that fails on the first submissions before
+grading any, stops it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gc
+import io
+import itertools
+import json
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from lumen.stages import STAGE_NAMES
+
+from .report import write_atomic, write_json
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS, FEEDBACK, ERROR = "results.json", "feedback.txt", "error.txt"
+SUMMARY, HISTOGRAM = "summary.md", "histogram.png"
+JOB_SECONDS = 600.0  # one learner, including a fresh worker's start: then the process is ended
+GIVE_UP_AFTER = 3  # grader failures before any success: the grader is broken, not the learners
+UIDS_PER_PROCESS = 10_000  # each grading process its own range of sandbox users
+
+
+@dataclass
+class Learner:
+    """One entry of the submissions folder."""
+
+    id: str
+    path: Path
+    problem: str | None = None  # why it cannot be graded at all (a name clash)
+
+
+def default_out_dir(out: Path) -> Path:
+    """The per-learner folder next to the CSV: grades.csv -> grades/."""
+    if not out.suffix:
+        raise ValueError(f"--out {out}: give the CSV a suffix (grades.csv), its folder takes "
+                         "the name without it")
+    return out.with_suffix("")
+
+
+def discover(submissions: Path, skip: tuple[Path, ...] = ()) -> tuple[list[Learner], list[str]]:
+    """The learners in ``submissions`` (sorted by id) and the entries that are not one."""
+    found: dict[str, list[Path]] = defaultdict(list)
+    ignored = []
+    skip_resolved = {p.resolve() for p in skip}
+    for entry in sorted(submissions.iterdir()):
+        if entry.name.startswith((".", "__MACOSX")) or entry.resolve() in skip_resolved:
+            continue
+        if entry.is_dir():
+            found[entry.name].append(entry)
+        elif entry.is_file() and entry.suffix.lower() == ".zip":
+            found[entry.name[: -len(".zip")]].append(entry)
+        else:
+            ignored.append(entry.name)
+    learners = []
+    for learner, paths in sorted(found.items()):
+        problem = None
+        if len(paths) > 1:
+            problem = f"both {' and '.join(p.name for p in paths)}: keep only one"
+        elif learner in (SUMMARY, HISTOGRAM):
+            problem = f"a learner may not be called {learner!r} (the summary's name): rename it"
+        learners.append(Learner(learner, paths[0], problem))
+    return learners, ignored
+
+
+# --- the grading process ---------------------------------------------------------------------
+
+
+def grade_one(grader, job: dict) -> dict:
+    """Grade one learner with a warm ``grader``; the files to write, as text."""
+    from . import report
+
+    result = grader.grade(Path(job["path"]), stages=job.get("stages"))
+    data = report.gradescope(result, job.get("visibility", "after_due_date"))
+    data["extra_data"]["learner"] = job["learner"]
+    data["extra_data"]["notes"] = result.notes
+    data["extra_data"]["graded_stages"] = job.get("stages") or list(STAGE_NAMES)
+    return {"learner": job["learner"], "score": result.score, "seconds": result.seconds,
+            "results": data, "feedback": report.terminal(result)}
+
+
+def serve(config: dict) -> int:
+    """A grading process: read jobs (JSON lines) on stdin, answer each on stdout."""
+    replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)  # whatever else prints goes to the log, never into the replies
+    from .grading import FIRST_UID, Grader, GraderError
+    from .rubric import RubricError
+
+    first_uid = FIRST_UID + config.get("index", 0) * UIDS_PER_PROCESS
+    grader = None
+    for line in sys.stdin:
+        job = json.loads(line)
+        try:
+            if grader is None:
+                grader = Grader(config["device"], config["sandbox"])
+                # no two processes' submissions may run as one user (RLIMIT_NPROC is per user)
+                grader._uids = itertools.cycle(range(first_uid, first_uid + UIDS_PER_PROCESS))
+            reply = grade_one(grader, job)
+            if not gc.get_freeze_count():  # pytest collects garbage twice a run: from now on
+                gc.freeze()  # it skips what the first run left (torch, pytest): ~0.3 s a learner
+        except (RubricError, GraderError) as error:
+            reply = {"learner": job["learner"], "fatal": f"{type(error).__name__}: {error}"}
+        except Exception as error:  # noqa: BLE001 - one submission's failure, not the batch's
+            reply = {"learner": job["learner"], "error": f"{type(error).__name__}: {error}"}
+            if grader is not None and not grader.worker.alive:  # start afresh
+                grader.close()
+                grader = None
+        replies.write(json.dumps(reply) + "\n")
+        replies.flush()
+    if grader is not None:
+        grader.close()
+    return 0
+
+
+class GradingProcess:
+    """The batch's side of one ``serve`` process: send a job, wait for its answer."""
+
+    def __init__(self, index: int, config: dict, log: Path) -> None:
+        self.index, self.config, self.log_path = index, config, log
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "autograder.batch", "--serve",
+                 json.dumps({**self.config, "index": self.index})],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
+                cwd=REPO, start_new_session=True)
+
+    def grade(self, job: dict, timeout: float = JOB_SECONDS) -> dict:
+        if self.proc is None or self.proc.poll() is not None:
+            self.start()
+        try:
+            self.proc.stdin.write((json.dumps(job) + "\n").encode())
+            self.proc.stdin.flush()
+            line = self._read_line(timeout)
+        except (BrokenPipeError, OSError) as error:
+            line, why = b"", f"{type(error).__name__}: {error}"
+        else:
+            why = f"no answer within {timeout:.0f} s" if line is None else "it ended"
+        if line:
+            return json.loads(line)
+        self.stop()
+        return {"learner": job["learner"],
+                "error": f"the grading process failed on this submission ({why}); "
+                         f"see {self.log_path}"}
+
+    def _read_line(self, timeout: float) -> bytes | None:
+        """One reply line; b"" if the process ended, None after ``timeout``."""
+        end, data = time.monotonic() + timeout, b""
+        fd = self.proc.stdout.fileno()
+        while not data.endswith(b"\n"):
+            left = end - time.monotonic()
+            if left <= 0:
+                return None
+            readable, _, _ = select.select([fd], [], [], left)
+            if readable:
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    return b""
+                data += chunk
+        return data
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        try:
+            self.proc.stdin.close()  # a clean end: the Grader closes its sandbox
+            self.proc.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self.proc.wait()
+        self.proc.stdout.close()
+        self.proc = None
+
+
+# --- the batch -------------------------------------------------------------------------------
+
+
+def _write_outcome(folder: Path, reply: dict) -> None:
+    """A learner's files; results.json last, since its presence means 'graded'."""
+    if "results" in reply:
+        write_atomic(folder / FEEDBACK, reply["feedback"])
+        write_json(folder / RESULTS, reply["results"])
+        (folder / ERROR).unlink(missing_ok=True)
+    else:
+        (folder / RESULTS).unlink(missing_ok=True)  # a forced regrade that failed: no stale row
+        write_atomic(folder / ERROR, reply["error"] + "\n")
+
+
+def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
+        device: str = "auto", sandbox: str = "auto", stages: list[str] | None = None,
+        visibility: str = "after_due_date", out_dir: Path | None = None,
+        progress=None) -> int:
+    """Grade every learner in ``submissions``; write ``out`` (the CSV) and ``out_dir``.
+
+    Returns the exit status: 0 all graded, 1 some learners could not be graded (see the
+    CSV's notes; a rerun retries them), 2 the batch stopped (a broken rubric or grader).
+    """
+    progress = progress or sys.stderr  # the progress bar: a line per learner
+    out_dir = out_dir or default_out_dir(out)
+    learners, ignored = discover(submissions, skip=(out_dir, out))
+    if ignored:
+        print(f"ignored {len(ignored)} entries that are neither a folder nor a .zip: "
+              f"{', '.join(ignored[:10])}{' ...' if len(ignored) > 10 else ''}", file=progress)
+    for learner in learners:
+        if learner.problem:
+            _write_outcome(out_dir / learner.id, {"error": learner.problem})
+    todo = [x for x in learners
+            if not x.problem and (force or not (out_dir / x.id / RESULTS).is_file())]
+    skipped = len(learners) - len(todo) - sum(1 for x in learners if x.problem)
+    jobs = max(1, min(jobs, len(todo) or 1))
+    print(f"grading {len(todo)} of {len(learners)} learners with {jobs} process(es)"
+          + (f"; {skipped} graded before are skipped (--force regrades them)" if skipped else ""),
+          file=progress)
+
+    config = {"device": device, "sandbox": sandbox}
+    base = {"stages": stages, "visibility": visibility}
+    pending = list(reversed(todo))
+    lock = threading.Lock()
+    state = {"done": 0, "graded": 0, "failed": 0, "fatal": None}
+    width = len(str(len(todo)))
+    started = time.perf_counter()
+
+    def work(index: int) -> None:
+        process = GradingProcess(index, config, out_dir / ".logs" / f"process-{index}.txt")
+        try:
+            while True:
+                with lock:
+                    if not pending or state["fatal"]:
+                        return
+                    learner = pending.pop()
+                job = {**base, "learner": learner.id, "path": str(learner.path.resolve())}
+                reply = process.grade(job)
+                with lock:
+                    if "fatal" in reply:
+                        state["fatal"] = reply["fatal"]
+                        return
+                    _write_outcome(out_dir / learner.id, reply)
+                    state["done"] += 1
+                    if "results" in reply:
+                        state["graded"] += 1
+                        shown = f"{reply['score']:.1f} ({reply['seconds']:.1f} s)"
+                    else:
+                        state["failed"] += 1
+                        shown = f"not graded: {reply['error'][:120]}"
+                        if state["failed"] >= GIVE_UP_AFTER and not state["graded"]:
+                            state["fatal"] = f"the first {GIVE_UP_AFTER} submissions all " \
+                                             f"failed in the grader; last: {reply['error']}"
+                    left = (time.perf_counter() - started) / state["done"] * (
+                        len(todo) - state["done"])
+                    eta = f"  (about {left:.0f} s left)" if state["done"] < len(todo) else ""
+                    print(f"[{state['done']:>{width}}/{len(todo)}] {learner.id} {shown}{eta}",
+                          file=progress, flush=True)
+        finally:
+            process.stop()
+
+    threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(jobs)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(0.5)
+    except KeyboardInterrupt:
+        with lock:
+            state["fatal"] = "interrupted"
+            pending.clear()
+        print("interrupted: writing what is graded so far (rerun to resume)", file=progress)
+    elapsed = time.perf_counter() - started
+
+    rows = collect(learners, out_dir)
+    write_csv(out, rows)
+    write_summary(out_dir, rows)
+    if todo:
+        print(f"graded {state['graded']} learners in {elapsed:.1f} s "
+              f"({elapsed / max(state['done'], 1):.2f} s each)", file=progress)
+    print(f"wrote {out}, {out_dir / SUMMARY}", file=progress)
+    if state["fatal"]:
+        print(f"error: the batch stopped: {state['fatal']}", file=progress)
+        return 2
+    return 1 if any(row["total"] is None for row in rows) else 0
+
+
+# --- the class CSV and summary, rebuilt from results.json --------------------------------------
+
+
+def collect(learners: list[Learner], out_dir: Path) -> list[dict]:
+    """A row per learner from its results.json (or error.txt): the CSV's and summary's data."""
+    rows = []
+    for learner in learners:
+        folder = out_dir / learner.id
+        row = {"learner": learner.id, "total": None, "stages": {}, "seconds": None,
+               "notes": [], "mistakes": [], "max": {}}
+        try:
+            data = json.loads((folder / RESULTS).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            error = (folder / ERROR).read_text(encoding="utf-8").strip() \
+                if (folder / ERROR).is_file() else "not graded yet"
+            row["notes"] = [f"not graded: {error}"]
+        except (OSError, ValueError) as error:
+            row["notes"] = [f"not graded: its {RESULTS} is unreadable ({error}); use --force"]
+        else:
+            extra = data.get("extra_data", {})
+            graded = extra.get("graded_stages") or STAGE_NAMES  # --stage: only those count
+            stages = {s: v for s, v in extra.get("stages", {}).items() if s in graded}
+            row["total"] = float(data["score"])
+            row["stages"] = {s: v["score"] for s, v in stages.items()}
+            row["max"] = {s: v["max_score"] for s, v in stages.items()}
+            row["seconds"] = data.get("execution_time")
+            row["notes"] = list(extra.get("notes", []))
+            row["mistakes"] = [m for m in extra.get("mistakes", []) if m["stage"] in graded]
+        rows.append(row)
+    return rows
+
+
+def _number(x: float | None) -> str:
+    return "" if x is None else f"{x:g}"
+
+
+def write_csv(out: Path, rows: list[dict]) -> None:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["learner", "total", *STAGE_NAMES, "seconds", "notes"])
+    for row in rows:
+        writer.writerow([row["learner"], _number(row["total"]),
+                         *(_number(row["stages"].get(s)) for s in STAGE_NAMES),
+                         _number(row["seconds"]), "; ".join(row["notes"])])
+    write_atomic(out, buffer.getvalue())
+
+
+def first_clause(message: str) -> str:
+    """What a mistake is, without its particulars: the message up to its first ':' or ';'."""
+    return re.split(r"[:;]\s|\.\s", message, maxsplit=1)[0].strip()
+
+
+def ranked_mistakes(rows: list[dict]) -> list[tuple[list[str], dict]]:
+    """Mistakes grouped by (failing test, first clause), most learners first."""
+    who: dict[tuple, list[str]] = defaultdict(list)
+    example: dict[tuple, dict] = {}
+    for row in rows:
+        for mistake in row["mistakes"]:
+            key = (mistake["stage"], mistake["test"], first_clause(mistake["message"]))
+            if row["learner"] not in who[key]:
+                who[key].append(row["learner"])
+            example.setdefault(key, mistake)
+    order = sorted(who, key=lambda k: (-len(who[k]), STAGE_NAMES.index(k[0]), k[1], k[2]))
+    return [(who[k], {**example[k], "clause": k[2]}) for k in order]
+
+
+def _cell(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split()).replace("|", "\\|")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def write_summary(out_dir: Path, rows: list[dict]) -> None:
+    graded = [r for r in rows if r["total"] is not None]
+    lines = [f"# Class summary: {len(graded)} of {len(rows)} learners graded", ""]
+    if len(graded) < len(rows):
+        lines += [f"{len(rows) - len(graded)} not graded (the CSV's notes say why; a rerun "
+                  "retries them).", ""]
+    if graded:
+        totals = sorted(r["total"] for r in graded)
+        median = totals[len(totals) // 2] if len(totals) % 2 else \
+            (totals[len(totals) // 2 - 1] + totals[len(totals) // 2]) / 2
+        lines += [f"Total: mean {sum(totals) / len(totals):.1f}, median {median:g}, "
+                  f"lowest {totals[0]:g}, highest {totals[-1]:g}.", "",
+                  "| stage | average | out of | full marks | not attempted |",
+                  "|---|---:|---:|---:|---:|"]
+        for stage in STAGE_NAMES:
+            if not any(stage in r["stages"] for r in graded):
+                continue  # not graded in this batch (--stage)
+            scores = [r["stages"].get(stage, 0.0) for r in graded]
+            out_of = max((r["max"].get(stage, 0.0) for r in graded), default=0.0)
+            full = sum(1 for r in graded if out_of and r["stages"].get(stage) == out_of)
+            untouched = sum(1 for r in graded if not r["stages"].get(stage)
+                            and not any(m["stage"] == stage for m in r["mistakes"]))
+            lines.append(f"| {stage} | {sum(scores) / len(scores):.1f} | {out_of:g} | {full} "
+                         f"| {untouched} |")
+        lines.append("")
+        if _histogram(out_dir / HISTOGRAM, totals):
+            lines += [f"![score histogram]({HISTOGRAM})", ""]
+    mistakes = ranked_mistakes(rows)
+    lines += ["## What to re-teach: mistakes ranked by how many learners made them", ""]
+    if mistakes:
+        lines += ["| learners | stage | test | mistake | who |", "|---:|---|---|---|---|"]
+        for who, m in mistakes:
+            names = ", ".join(who[:5]) + (f" and {len(who) - 5} more" if len(who) > 5 else "")
+            lines.append(f"| {len(who)} | {m['stage']} | {m['test']} | {_cell(m['clause'])} "
+                         f"| {_cell(names)} |")
+        lines += ["", "Each mistake's full message (the first learner's):", ""]
+        lines += [f"- **{m['test']}**: {_cell(m['message'], 400)}" for _, m in mistakes]
+    else:
+        lines.append("No diagnosed mistakes (unwritten stubs are not mistakes).")
+    write_atomic(out_dir / SUMMARY, "\n".join(lines) + "\n")
+
+
+def _histogram(path: Path, totals: list[float]) -> bool:
+    """The score histogram as a PNG (matplotlib, no display); False if it cannot be drawn."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    figure, axes = plt.subplots(figsize=(6, 3.5))
+    axes.hist(totals, bins=range(0, 101, 10), edgecolor="black")
+    axes.set_xlabel("total score (out of 100)")
+    axes.set_ylabel("learners")
+    axes.set_title(f"Scores of {len(totals)} learners")
+    axes.set_xlim(0, 100)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
+    plt.close(figure)
+    tmp = path.with_name(f".{path.name}.tmp")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp.write_bytes(buffer.getvalue())
+    os.replace(tmp, path)
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder.batch")
+    parser.add_argument("--serve", metavar="CONFIG", required=True,
+                        help="run as a grading process (the batch starts these itself)")
+    args = parser.parse_args(argv)
+    return serve(json.loads(args.serve))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

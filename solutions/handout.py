@@ -1,0 +1,112 @@
+"""Build what a learner receives: ``python -m solutions.handout --out build/handout.zip``
+(or ``make handout``).
+
+The zip holds one folder, ``the-embedding-layer/``, with
+
+- ``exercises/``: the stubs, the given code and the visible tests, exactly as committed (the
+  build refuses a stale exercises/: run ``make stubs`` first);
+- ``README.md``: ``handout/README.md``, how to set up, run the visible tests, explore, submit;
+- ``requirements.txt``: the learner's share of the pinned environment, with the versions of
+  this repository's requirements.txt (torch is installed first, on its own, as the README says).
+
+Nothing from autograder/ (the hidden tests) and nothing from lumen/ (the reference) goes in;
+tests/test_handout.py checks that no solution line does either.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import re
+import sys
+import zipfile
+from pathlib import Path
+
+from solutions import release
+
+ROOT = release.ROOT
+FOLDER = "the-embedding-layer"  # what the learner's unzip creates
+README = ROOT / "handout" / "README.md"
+GRADER_ONLY = {"nbgrader"}  # in requirements.txt for the grader, not for learners
+EPOCH = (1980, 1, 1, 0, 0, 0)  # every entry's date: the same sources give the same zip
+
+REQUIREMENTS_HEADER = """\
+# Install torch first, on its own (the README says how), then: pip install -r requirements.txt
+# The same versions the grader uses.
+"""
+
+
+class HandoutError(Exception):
+    """The handout cannot be built as it stands; the message says what to do."""
+
+
+def requirements(root: Path = ROOT) -> str:
+    """requirements.txt's pins, minus torch (installed first) and the grader-only packages."""
+    lines = [REQUIREMENTS_HEADER]
+    for line in (root / "requirements.txt").read_text(encoding="utf-8").splitlines():
+        name = re.split(r"[=<>!~ \[#]", line.strip(), maxsplit=1)[0].lower()
+        if name and name not in GRADER_ONLY and name != "torch":
+            lines.append(line + "\n")
+    return "".join(lines)
+
+
+def exercise_files(exercises: Path = release.EXERCISES) -> list[Path]:
+    """Every file of exercises/ a learner gets, relative to it (no caches, no hidden files)."""
+    return sorted(
+        path.relative_to(exercises)
+        for path in exercises.rglob("*")
+        if path.is_file()
+        and "__pycache__" not in path.parts
+        and not any(part.startswith(".") for part in path.relative_to(exercises).parts)
+        and path.suffix not in (".pyc", ".pyo")
+    )
+
+
+def contents(root: Path = ROOT) -> dict[str, bytes]:
+    """Every file of the handout: its path in the zip and its bytes."""
+    exercises = root / "exercises"
+    stale = release.stale(exercises)
+    if stale:
+        raise HandoutError(f"exercises/ is stale ({', '.join(p.as_posix() for p in stale)}): "
+                           "run `make stubs` first")
+    files = {f"{FOLDER}/README.md": README.read_bytes(),
+             f"{FOLDER}/requirements.txt": requirements(root).encode()}
+    for path in exercise_files(exercises):
+        files[f"{FOLDER}/exercises/{path.as_posix()}"] = (exercises / path).read_bytes()
+    return files
+
+
+def build(out: Path, root: Path = ROOT) -> Path:
+    """Write the handout zip to ``out``; returns ``out``."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, data in sorted(contents(root).items()):
+            info = zipfile.ZipInfo(name, date_time=EPOCH)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o100644 << 16
+            archive.writestr(info, data)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_bytes(buffer.getvalue())
+    tmp.replace(out)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m solutions.handout",
+                                     description="Build the learners' handout zip.")
+    parser.add_argument("--out", type=Path, default=Path("build/handout.zip"))
+    args = parser.parse_args(argv)
+    try:
+        out = build(args.out)
+    except HandoutError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    with zipfile.ZipFile(out) as archive:
+        count = len(archive.namelist())
+    print(f"wrote {out} ({count} files): give it to learners")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

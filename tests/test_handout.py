@@ -1,0 +1,105 @@
+"""The learners' handout zip: what it holds, what it must never hold, and that it works.
+
+Closed: no hidden test (nothing of autograder/), no reference (nothing of lumen/), and no line
+of any solution region, wherever it might have leaked. Working: unzipped on its own, away from
+this repository, the visible tests run and fail on the stubs with "not implemented yet".
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pytest
+
+from solutions import handout, release
+
+ROOT = release.ROOT
+MIN_LINE = 20  # shorter solution lines ("else:", "return x", ")") are common in given code
+
+
+def solution_lines() -> set[str]:
+    """Every non-trivial line inside lumen's ### BEGIN/END SOLUTION regions, stripped."""
+    lines = set()
+    for name in release.STUBBED:
+        source = (release.LUMEN / name).read_text(encoding="utf-8")
+        numbered = source.splitlines()
+        for region in release.find_regions(source, name):
+            for line in numbered[region.begin : region.end - 1]:  # between the markers
+                text = line.strip()
+                if len(text) >= MIN_LINE and not text.startswith("#"):
+                    lines.add(text)
+    return lines
+
+
+@pytest.fixture(scope="module")
+def handout_zip(tmp_path_factory) -> Path:
+    return handout.build(tmp_path_factory.mktemp("build") / "handout.zip")
+
+
+@pytest.fixture(scope="module")
+def members(handout_zip) -> dict[str, bytes]:
+    with zipfile.ZipFile(handout_zip) as archive:
+        return {name: archive.read(name) for name in archive.namelist()}
+
+
+def test_handout_holds_what_a_learner_needs(members):
+    top = handout.FOLDER
+    for needed in ("README.md", "requirements.txt", "exercises/__init__.py",
+                   "exercises/embeddings.py", "exercises/params.py", "exercises/gpt2.py",
+                   "exercises/explore.py", "exercises/stages.py", "exercises/tests/conftest.py",
+                   "exercises/tests/test_embedding.py"):
+        assert f"{top}/{needed}" in members, f"{needed} is missing from the handout"
+    assert all(name.startswith(f"{top}/") for name in members), "one folder, nothing loose"
+    requirements = members[f"{top}/requirements.txt"].decode()
+    assert "pytest==" in requirements and "numpy==" in requirements
+    assert "nbgrader" not in requirements  # the grader's, not the learner's
+    readme = members[f"{top}/README.md"].decode()
+    assert "pip install torch==2.13.0" in readme and "pytest exercises -m embedding" in readme
+
+
+def test_no_hidden_test_and_no_reference(members):
+    leaked = [n for n in members if "/autograder/" in n or "/lumen/" in n
+              or n.split("/", 1)[1].startswith(("autograder", "lumen", "solutions", "tests/"))]
+    assert not leaked, f"the handout holds grader or reference files: {leaked}"
+    assert not [n for n in members if "__pycache__" in n or n.endswith(".pyc")]
+    grader = {p.read_bytes() for p in (ROOT / "autograder").rglob("*.py") if p.stat().st_size}
+    copies = [n for n, data in members.items() if data in grader]
+    assert not copies, f"these are copies of autograder/ files: {copies}"
+
+
+def test_no_line_of_the_reference_solution(members):
+    lines = solution_lines()
+    assert len(lines) > 30, "too few solution lines found: is find_regions still right?"
+    leaks = [(name, line) for name, data in members.items()
+             for line in lines if line in data.decode("utf-8")]
+    assert not leaks, "solution lines in the handout:\n" + "\n".join(
+        f"  {name}: {line}" for name, line in leaks)
+
+
+def test_visible_tests_run_and_fail_on_the_stubs(handout_zip, tmp_path):
+    with zipfile.ZipFile(handout_zip) as archive:
+        archive.extractall(tmp_path)
+    folder = tmp_path / handout.FOLDER
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LUMEN_IMPL")}
+    where = subprocess.run([sys.executable, "-c", "import exercises; print(exercises.__file__)"],
+                           cwd=folder, env=env, capture_output=True, text=True, check=True)
+    assert Path(where.stdout.strip()).is_relative_to(folder), "exercises came from elsewhere"
+    report = tmp_path / "junit.xml"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "exercises", "-q", "-p", "no:cacheprovider",
+         "--rootdir", str(folder), f"--junitxml={report}"],
+        cwd=folder, env=env, capture_output=True, text=True, timeout=600)
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, f"expected failing tests (exit 1), got {done.returncode}:\n{out}"
+    cases = ElementTree.parse(report).getroot().iter("testcase")
+    verdicts = {case.get("name"): [f.get("message", "") for f in case.iter("failure")]
+                for case in cases}
+    assert len(verdicts) > 20, f"too few visible tests ran: {sorted(verdicts)}"
+    not_stub = {name: messages for name, messages in verdicts.items()
+                if not messages or "not implemented yet" not in messages[0]}
+    assert not not_stub, f"on the stubs, these did not fail with 'not implemented yet': {not_stub}"
