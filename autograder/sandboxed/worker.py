@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import re
 import resource
 import select
 import shutil
@@ -29,14 +30,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
-import torch  # noqa: E402 - after the path is set; the one expensive import, done once
-
 import probes  # noqa: E402
 import protocol  # noqa: E402
+import torch  # noqa: E402 - after the path is set; the one expensive import, done once
 
 PACKAGE = "submission"  # the learner's files are imported as submission.embeddings, ...
 REFERENCE = "_reference"
 MODULES = ("embeddings", "params", "gpt2")  # in dependency order
+#: The reference stubs' message names each function the graded stage owns.
+STUB = re.compile(r"([\w.]+) is not implemented yet \(stage '(\w+)'\)")
 OUTPUT_LIMIT = 1 << 20  # bytes of learner stdout/stderr kept on disk per child
 
 
@@ -63,7 +65,8 @@ def _error(exc: BaseException, files: tuple[str, ...] = ()) -> dict:
         "message": message[: protocol.MAX_STRING],
         "where": frames[-5:],
         # the stubs' own NotImplementedError, not one torch raised (the meta device has many)
-        "not_implemented": isinstance(exc, NotImplementedError) and "not implemented yet" in message,
+        "not_implemented": isinstance(exc, NotImplementedError)
+        and "not implemented yet" in message,
     }
 
 
@@ -83,14 +86,44 @@ def _transplant(learner: types.ModuleType, reference: types.ModuleType, owns: li
     """
     for qualname in owns:
         ref_holder, name = _resolve(reference, qualname)
-        value = ref_holder.__dict__[name] if isinstance(ref_holder, type) else getattr(ref_holder, name)
+        if isinstance(ref_holder, type):
+            value = ref_holder.__dict__[name]
+        else:
+            value = getattr(ref_holder, name)
         try:
             holder, _ = _resolve(learner, qualname)
         except AttributeError:  # the learner removed the class: use the reference's whole
             top = qualname.split(".")[0]
             setattr(learner, top, getattr(reference, top))
             continue
+        if isinstance(holder, type):
+            value = _rebind_super(value, holder)
         setattr(holder, name, value)
+
+
+def _rebind_super(value: object, cls: type) -> object:
+    """A reference method moved into the learner's class, with its zero-argument super()
+    pointed at that class (super() reads the function's ``__class__`` cell)."""
+    if not isinstance(value, types.FunctionType) or "__class__" not in value.__code__.co_freevars:
+        return value
+    cells = tuple(
+        types.CellType(cls) if var == "__class__" else cell
+        for var, cell in zip(value.__code__.co_freevars, value.__closure__, strict=True)
+    )
+    return types.FunctionType(value.__code__, value.__globals__, value.__name__,
+                              value.__defaults__, cells)
+
+
+def _absent(module: str, name: str) -> type:
+    """A stand-in for a name the graded stage owns but the learner's file lacks: calling it
+    says so, instead of the reference's stub saying "not implemented yet"."""
+    message = (f"your {module}.py has no {name}: keep every class and function of the stub, "
+               "with its name and signature")
+
+    def refuse(cls, *args, **kwargs):
+        raise AttributeError(message)
+
+    return type(name, (), {"__new__": refuse, "__doc__": message})
 
 
 def load(submission: str, request: dict) -> tuple[dict, dict]:
@@ -122,7 +155,12 @@ def load(submission: str, request: dict) -> tuple[dict, dict]:
             module = importlib.util.module_from_spec(spec)
             sys.modules[full] = module
             spec.loader.exec_module(module)
+            owned = {q for q, s in STUB.findall(request["reference"][name])
+                     if s == request.get("stage")}
+            absent = {q.split(".")[0] for q in owned} - set(vars(module))
             _transplant(module, reference[name], request["foreign"].get(name, []))
+            for top in absent:
+                setattr(module, top, _absent(name, top))
         except BaseException as exc:  # noqa: BLE001 - SystemExit at import is a finding too
             errors[name] = _error(exc, (os.path.abspath(path),))
             module = reference[name]  # what the other stages build on still works
@@ -219,6 +257,7 @@ def serve(conn: socket.socket, scratch: str) -> None:
     _, out_path = _capture_output(scratch)  # opened before the drop: scratch stays root's
     _drop_privileges(limits)
     modules, errors = load(submission, request)
+    learner_files = tuple(os.path.abspath(os.path.join(submission, f"{m}.py")) for m in MODULES)
     offset = 0
     output, offset = _read_new(out_path, offset)
     protocol.send(conn, {"imports": errors, "output": output})
@@ -235,7 +274,7 @@ def serve(conn: socket.socket, scratch: str) -> None:
         except probes.ProbeError as exc:
             reply = {"probe_error": str(exc)}
         except BaseException as exc:  # noqa: BLE001 - whatever learner code raised, SystemExit too
-            reply = {"error": _error(exc, tuple(os.path.abspath(os.path.join(submission, f"{m}.py")) for m in MODULES))}
+            reply = {"error": _error(exc, learner_files)}
         reply["seconds"] = time.perf_counter() - started
         reply["output"], offset = _read_new(out_path, offset)
         try:
@@ -249,6 +288,8 @@ def _warm_up() -> None:
     instead of in every child."""
     x = torch.ones(3, 2, requires_grad=True)
     x.index_select(0, torch.tensor([0, 0])).sum().backward()
+    x.index_select(0, torch.tensor([0, 0])).backward(torch.ones(2, 2))  # a given gradient: ~0.8 s
+    torch.ones(2, 2, device="meta").norm(dim=-1)  # the meta device's Python kernels: ~0.7 s
     torch.nn.functional.linear(x, torch.ones(4, 2)).softmax(-1).sum().backward()
 
 

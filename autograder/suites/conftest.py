@@ -32,8 +32,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
     grader = Grader(config.getoption("--grade-device"))
     config.add_cleanup(grader.close)
-    config.pluginmanager.register(_Direct(grader, Path(submission), config.getoption("--grade-seed")),
-                                  "lumen-direct")
+    direct = _Direct(grader, Path(submission), config.getoption("--grade-seed"))
+    config.pluginmanager.register(direct, "lumen-direct")
 
 
 class _Direct:

@@ -73,7 +73,8 @@ def test_lookup_every_shape(learner, seed, gen, devices):
                     "ids.shape + (d_model,): every id becomes one row, whatever the ids' shape"
                 )
             if not torch.equal(out, expected):
-                raise Mistake(f"{what}: the rows differ from weight[ids] {first_difference(out, expected)}; "
+                where = first_difference(out, expected)
+                raise Mistake(f"{what}: the rows differ from weight[ids] {where}; "
                               "a lookup copies rows, it does no arithmetic")
 
 
