@@ -253,9 +253,7 @@ def _top_k(E: Tensor, query: Tensor, k: int, exclude: list[int]) -> tuple[Tensor
         approx[torch.tensor(exclude, device=approx.device)] = -math.inf
     kth = approx.topk(k).values[-1]
     candidates = torch.nonzero(approx >= kth - 1e-4).squeeze(1)  # ascending ids, with margin
-    exact = cosine_similarity(E[candidates], query)  # (C,)
-    if exclude:
-        exact[torch.isin(candidates, torch.tensor(exclude, device=E.device))] = -math.inf
+    exact = cosine_similarity(E[candidates], query)  # (C,); excluded rows are not candidates
     # A stable sort keeps ascending ids among equal scores: ties go to the smaller id.
     order = torch.sort(exact, descending=True, stable=True).indices[:k]
     return candidates[order], exact[order]

@@ -16,7 +16,14 @@ from __future__ import annotations
 
 import torch
 
-from autograder.feedback import Mistake, describe_error, expect_tensor, unwrap, unwrap_meta
+from autograder.feedback import (
+    Mistake,
+    describe_error,
+    expect_error,
+    expect_tensor,
+    unwrap,
+    unwrap_meta,
+)
 from lumen import embeddings as ref
 
 STAGE = "neighbours"
@@ -312,6 +319,19 @@ def test_query_vector_excludes_nothing(learner, seed, gen):
                       "cosine 1 and comes first. A query vector is not one of the rows, so "
                       "nothing is excluded: exclude only when given a row index")
     _compare(ids, sims, ref.cosine_neighbours(E, E[token].clone(), k), E, E[token], [], what)
+
+
+def test_k_out_of_range_refused(learner, seed, gen):
+    """k must be from 1 to the number of rows that may be returned: else a ValueError"""
+    V, d = 9, 4
+    E = torch.randn(V, d, generator=gen)
+    for k, why in ((0, "k=0 asks for no neighbours"),
+                   (V, f"only {V - 1} rows remain once the token's own row is excluded"),
+                   (V + 3, f"the table has only {V} rows")):
+        outcome = learner.call("cosine_neighbours", seed=seed, E=E, token=2, k=k)
+        what = f"cosine_neighbours(E with {V} rows, token=2, k={k})"
+        expect_error(outcome, what, ("ValueError",), f"{why} (a short list, or rows scored "
+                     "-inf, would hide the mistake)", MODULE)
 
 
 # --- analogy --------------------------------------------------------------------------------
