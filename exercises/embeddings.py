@@ -230,6 +230,9 @@ def cosine_neighbours(E: Tensor, token: int | Tensor, k: int) -> tuple[Tensor, T
     Returns:
         ``(ids, sims)``: ``ids`` a LongTensor ``(k,)`` and ``sims`` ``(k,)``, by descending
         similarity, ties broken by the smaller id.
+
+    Raises:
+        ValueError: ``k`` is not from 1 to the number of rows that may be returned.
     """
     # YOUR CODE HERE (stage: neighbours)
     raise NotImplementedError("cosine_neighbours is not implemented yet (stage 'neighbours')")
@@ -251,6 +254,9 @@ def analogy(
 
     Returns:
         ``(ids, sims)`` as in ``cosine_neighbours``.
+
+    Raises:
+        ValueError: as ``cosine_neighbours``, for ``k``.
     """
     # YOUR CODE HERE (stage: neighbours)
     raise NotImplementedError("analogy is not implemented yet (stage 'neighbours')")

@@ -286,6 +286,9 @@ def cosine_neighbours(E: Tensor, token: int | Tensor, k: int) -> tuple[Tensor, T
     Returns:
         ``(ids, sims)``: ``ids`` a LongTensor ``(k,)`` and ``sims`` ``(k,)``, by descending
         similarity, ties broken by the smaller id.
+
+    Raises:
+        ValueError: ``k`` is not from 1 to the number of rows that may be returned.
     """
     ### BEGIN SOLUTION
     if isinstance(token, Tensor) and token.dim() == 1:
@@ -317,6 +320,9 @@ def analogy(
 
     Returns:
         ``(ids, sims)`` as in ``cosine_neighbours``.
+
+    Raises:
+        ValueError: as ``cosine_neighbours``, for ``k``.
     """
     ### BEGIN SOLUTION
     a, b, c = (_row_index(E, t, name) for t, name in ((a, "a"), (b, "b"), (c, "c")))

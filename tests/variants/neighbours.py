@@ -10,6 +10,8 @@ CORRECT = {
         ''',
         "embeddings:_top_k": '''
             def _top_k(E, query, k, exclude):
+                if not 1 <= k <= E.shape[0] - len(set(exclude)):
+                    raise ValueError(f"k={k} is not from 1 to the rows that may be returned")
                 sims = cosine_similarity(E, query)  # (V,)
                 sims[list(exclude)] = -math.inf
                 order = torch.sort(sims, descending=True, stable=True).indices[:k]
@@ -25,6 +27,8 @@ CORRECT = {
         ''',
         "embeddings:_top_k": '''
             def _top_k(E, query, k, exclude):
+                if not 1 <= k <= E.shape[0] - len(set(exclude)):
+                    raise ValueError(f"k={k} is not from 1 to the rows that may be returned")
                 sims = cosine_similarity(E, query)
                 scores = sims.tolist()
                 candidates = [i for i in range(len(scores)) if i not in set(exclude)]
@@ -47,6 +51,8 @@ CORRECT = {
         ''',
         "embeddings:_top_k": '''
             def _top_k(E, query, k, exclude):
+                if not 1 <= k <= E.shape[0] - len(set(exclude)):
+                    raise ValueError(f"k={k} is not from 1 to the rows that may be returned")
                 sims = cosine_similarity(E, query)
                 mask = torch.zeros_like(sims, dtype=torch.bool)
                 mask[list(exclude)] = True
@@ -63,6 +69,8 @@ CORRECT = {
     "one matmul over the table, divide after, topk plus a tie-break": {
         "embeddings:_top_k": '''
             def _top_k(E, query, k, exclude):
+                if not 1 <= k <= E.shape[0] - len(set(exclude)):
+                    raise ValueError(f"k={k} is not from 1 to the rows that may be returned")
                 dots = E @ query  # (V,)
                 sims = dots / (E.norm(dim=1).clamp_min(1e-8) * query.norm().clamp_min(1e-8))
                 sims[list(exclude)] = -math.inf
@@ -124,6 +132,8 @@ MISTAKES = {
     "ascending order": (
         {"embeddings:_top_k": '''
             def _top_k(E, query, k, exclude):
+                if not 1 <= k <= E.shape[0] - len(set(exclude)):
+                    raise ValueError(f"k={k} is not from 1 to the rows that may be returned")
                 sims = cosine_similarity(E, query)
                 sims[list(exclude)] = math.inf
                 order = torch.sort(sims, stable=True).indices[:k]
@@ -134,6 +144,8 @@ MISTAKES = {
     "ties reversed (an ascending sort, flipped)": (
         {"embeddings:_top_k": '''
             def _top_k(E, query, k, exclude):
+                if not 1 <= k <= E.shape[0] - len(set(exclude)):
+                    raise ValueError(f"k={k} is not from 1 to the rows that may be returned")
                 sims = cosine_similarity(E, query)
                 sims[list(exclude)] = -math.inf
                 order = torch.sort(sims, stable=True).indices.flip(0)[:k]
