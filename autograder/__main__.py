@@ -11,6 +11,7 @@ run (a broken rubric, a worker that cannot start).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -99,4 +100,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Everything is written and the worker is gone: skip the interpreter's teardown of torch
+    # and pytest (~0.4 s of a ~3 s grade).
+    os._exit(code)

@@ -58,7 +58,8 @@ def run_suites(context, stages: list[str] | None = None) -> list:
 
     paths = [str(SUITES / f"test_{s}.py") for s in stages] if stages else [str(SUITES)]
     args = [*paths, "-c", str(SUITES / "pytest.ini"), "--rootdir", str(SUITES),
-            "-p", "no:terminal", "-p", "no:cacheprovider"]
+            "-p", "no:terminal", "-p", "no:cacheprovider", "-p", "no:logging",
+            "-p", "no:junitxml", "-p", "no:doctest", "-p", "no:pastebin"]
     code = pytest.main(args, plugins=[GradingPlugin(context)])
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         raise GraderError(f"the hidden suites could not run (pytest exit code {code})")
@@ -99,7 +100,7 @@ class Grader:
         context = GradingContext(
             worker=self.worker, devices=self.devices, files=files, uid=uid,
             seed=secrets.randbelow(2**31) if seed is None else seed,
-            deadline=time.monotonic() + self.worker.limits.submission_seconds)
+            deadline=time.monotonic() + self.worker.limits.submission_seconds, stages=stages)
         restarts = self.worker.restarts
         try:
             results = run_suites(context, stages)

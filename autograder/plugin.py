@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from lumen.stages import STAGE_NAMES
+
 from .worker_client import StageSession, Worker
 
 
@@ -44,14 +46,24 @@ class GradingContext:
     deadline: float = field(default_factory=lambda: float("inf"))
     sessions: dict[str, StageSession] = field(default_factory=dict)
     results: list[TestResult] = field(default_factory=list)
+    stages: list[str] | None = None  # the stages graded (None: all)
 
     def session(self, stage: str) -> StageSession:
         from .reference import stage_request
 
-        if stage not in self.sessions:
-            request = {**stage_request(stage), "files": self.files, "limits": self.child_limits()}
-            self.sessions[stage] = StageSession(self.worker, stage, request, self.deadline)
+        if not self.sessions:  # the first test: one child per stage, this stage's first
+            for name in self.stages or STAGE_NAMES:
+                request = {**stage_request(name), "files": self.files,
+                           "limits": self.child_limits()}
+                self.sessions[name] = StageSession(self.worker, name, request, self.deadline)
+            first = self.sessions[stage]
+            first.start()
+            first.on_loaded = self._start_the_rest  # they load while this stage is graded
         return self.sessions[stage]
+
+    def _start_the_rest(self) -> None:
+        for session in self.sessions.values():
+            session.start()
 
     def child_limits(self) -> dict:
         limits = self.worker.limits

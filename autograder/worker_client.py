@@ -145,10 +145,10 @@ class Worker:
             except (BrokenPipeError, OSError, ValueError):
                 pass
             try:
-                self.proc.wait(timeout=2)
+                self.proc.wait(timeout=0.5)
             except subprocess.TimeoutExpired:
                 pass
-            self.launcher.kill(self.proc)
+            self.launcher.kill(self.proc)  # whatever is left: the sandbox ends with it
             for stream in (self.proc.stdin, self.proc.stdout):
                 stream.close()
             self.proc = None
@@ -169,6 +169,8 @@ class StageSession:
         self.import_errors: dict = {}
         self.import_output = ""
         self.children = 0
+        self._started: float | None = None  # when start() forked a child not yet heard from
+        self.on_loaded = None  # called once, when the child has loaded the submission
 
     def _drop(self) -> None:
         if self.pid is not None:
@@ -184,17 +186,36 @@ class StageSession:
         protocol.send(self.sock, message)
         return protocol.recv(self.sock)
 
+    def start(self) -> None:
+        """Fork this stage's child and send it the submission, without waiting for it to load:
+        the children of all stages load side by side while the first stage is graded."""
+        from .sandboxed import protocol
+
+        if self.sock is not None or self._started is not None:
+            return
+        self._started = time.monotonic()
+        try:
+            self.sock = self.worker.connect()
+            self.children += 1
+            self.sock.settimeout(max(self.worker.limits.import_seconds, 0.01))
+            self.pid = int(protocol.recv(self.sock)["pid"])
+            protocol.send(self.sock, self.request)
+        except (TimeoutError, EOFError, ConnectionError, OSError, protocol.ProtocolError):
+            self._drop()  # _open reports it, when the stage is graded
+
     def _open(self) -> Outcome | None:
         """Connect and load the submission; an Outcome if that already failed."""
         from .sandboxed import protocol
 
-        timeout = min(self.worker.limits.import_seconds, self.deadline - time.monotonic())
+        self.start()
+        started, self._started = self._started, None
+        timeout = min(self.worker.limits.import_seconds - (time.monotonic() - started),
+                      self.deadline - time.monotonic())
         try:
-            self.sock = self.worker.connect()
-            self.children += 1
+            if self.sock is None:
+                raise ConnectionError("the stage's process could not be started")
             self.sock.settimeout(max(timeout, 0.01))
-            self.pid = int(protocol.recv(self.sock)["pid"])
-            hello = self._exchange(self.request, timeout)
+            hello = protocol.recv(self.sock)
         except TimeoutError:
             self._drop()
             return Outcome(timed_out=True, crashed="importing the submission did not finish "
@@ -205,6 +226,9 @@ class StageSession:
                            f"it ({type(exc).__name__}): os._exit, a crash, or too much memory")
         self.import_errors = hello.get("imports", {})
         self.import_output = hello.get("output", "")
+        if self.on_loaded is not None:
+            hook, self.on_loaded = self.on_loaded, None
+            hook()
         return None
 
     def call(self, probe: str, seed: int = 0, timeout: float | None = None, **args) -> Outcome:
@@ -215,8 +239,9 @@ class StageSession:
         if budget <= 0:
             return Outcome(timed_out=True, crashed="the submission used up its total time "
                            f"({self.worker.limits.submission_seconds:.0f} s)")
-        if self.sock is None and (failed := self._open()) is not None:
-            return failed
+        if self.sock is None or self._started is not None:  # not yet heard from its child
+            if (failed := self._open()) is not None:
+                return failed
         limit = min(timeout or self.worker.limits.probe_seconds, budget)
         started = time.monotonic()
         try:
