@@ -27,6 +27,7 @@ from torch import Tensor, nn
 
 from lumen.gpt2 import GPT2, GPT2Config
 from lumen.params import PRESETS, count_params
+from tests.helpers import assert_normal, random_ids
 
 SMALL = {"vocab_size": 1000, "n_ctx": 128, "d_model": 64, "n_layers": 4, "n_heads": 4}
 
@@ -40,27 +41,6 @@ def expected_count(config: GPT2Config) -> int:
     return count_params(
         config.vocab_size, config.d_model, config.n_layers, config.n_ctx, config.tie_weights
     ).total
-
-
-def random_ids(shape: tuple[int, ...], vocab_size: int, seed: int = 0) -> Tensor:
-    g = torch.Generator().manual_seed(seed)
-    return torch.randint(0, vocab_size, shape, generator=g)
-
-
-def assert_normal(t: Tensor, std: float, what: str, sigmas: float = 6.0) -> None:
-    """``t``'s entries look like N(0, std^2) draws: mean and std within ``sigmas`` standard errors.
-
-    For n normal draws the sample mean has standard error std/sqrt(n) and the sample standard
-    deviation about std/sqrt(2(n-1)).
-    """
-    x = t.detach().double().flatten()
-    n = x.numel()
-    mean, sample_std = x.mean().item(), x.std().item()
-    assert abs(mean) <= sigmas * std / math.sqrt(n), f"{what}: mean {mean:.3g}, expected 0"
-    tolerance = sigmas * std / math.sqrt(2 * (n - 1))
-    assert abs(sample_std - std) <= tolerance, (
-        f"{what}: std {sample_std:.5g}, expected {std:.5g} +- {tolerance:.2g} ({n} draws)"
-    )
 
 
 # --- parameter counts ----------------------------------------------------------------------

@@ -1,0 +1,30 @@
+"""Helpers shared by the repository's tests of lumen: seeded ids and a normality check."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+
+def random_ids(shape: tuple[int, ...], vocab_size: int, seed: int = 0) -> Tensor:
+    """Seeded random ids ``(*shape)`` in ``[0, vocab_size)``, LongTensor."""
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, vocab_size, shape, generator=g)
+
+
+def assert_normal(t: Tensor, std: float, what: str, sigmas: float = 6.0) -> None:
+    """``t``'s entries look like N(0, std^2) draws: mean and std within ``sigmas`` standard errors.
+
+    For n normal draws the sample mean has standard error std/sqrt(n) and the sample standard
+    deviation about std/sqrt(2(n-1)).
+    """
+    x = t.detach().double().flatten()
+    n = x.numel()
+    mean, sample_std = x.mean().item(), x.std().item()
+    assert abs(mean) <= sigmas * std / math.sqrt(n), f"{what}: mean {mean:.3g}, expected 0"
+    tolerance = sigmas * std / math.sqrt(2 * (n - 1))
+    assert abs(sample_std - std) <= tolerance, (
+        f"{what}: std {sample_std:.5g}, expected {std:.5g} +- {tolerance:.2g} ({n} draws)"
+    )
