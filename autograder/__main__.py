@@ -19,6 +19,7 @@ from lumen.stages import STAGE_NAMES
 
 from .grading import GraderError, grade
 from .rubric import RubricError
+from .worker_client import Limits
 
 
 def _stages(value: str) -> list[str]:
@@ -60,7 +61,12 @@ def main(argv: list[str] | None = None) -> int:
                    choices=("hidden", "after_due_date", "after_published", "visible"))
     b.add_argument("--stage", action="append", type=_stages, metavar="STAGE[,STAGE]",
                    help="grade only these stages (the others score 0); default: all")
+    for command in (g, b):
+        command.add_argument("--probe-seconds", type=float, default=Limits.probe_seconds,
+                             help="time one call into learner code may take (default "
+                                  f"{Limits.probe_seconds:g}); two timeouts end that stage")
     args = parser.parse_args(argv)
+    limits = Limits(probe_seconds=args.probe_seconds)
     stages = sorted({s for chosen in args.stage or [] for s in chosen},
                     key=STAGE_NAMES.index) or None
 
@@ -76,13 +82,13 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return run(args.submissions, args.out, jobs=args.jobs, force=args.force,
                    device=args.device, sandbox=args.sandbox, stages=stages,
-                   visibility=args.visibility)
+                   visibility=args.visibility, probe_seconds=args.probe_seconds)
 
     if not args.path.exists():
         print(f"error: no submission at {args.path}", file=sys.stderr)
         return 2
     try:
-        result = grade(args.path, args.device, args.sandbox, args.seed, stages=stages)
+        result = grade(args.path, args.device, args.sandbox, args.seed, limits, stages)
     except (GraderError, RubricError, OSError) as error:
         print(f"error: the grader could not run: {type(error).__name__}: {error}", file=sys.stderr)
         return 2

@@ -120,6 +120,7 @@ def serve(config: dict) -> int:
     os.dup2(2, 1)  # whatever else prints goes to the log, never into the replies
     from .grading import FIRST_UID, Grader, GraderError
     from .rubric import RubricError
+    from .worker_client import Limits
 
     first_uid = FIRST_UID + config.get("index", 0) * UIDS_PER_PROCESS
     grader = None
@@ -127,7 +128,9 @@ def serve(config: dict) -> int:
         job = json.loads(line)
         try:
             if grader is None:
-                grader = Grader(config["device"], config["sandbox"])
+                limits = Limits(**({"probe_seconds": config["probe_seconds"]}
+                                   if config.get("probe_seconds") else {}))
+                grader = Grader(config["device"], config["sandbox"], limits)
                 # no two processes' submissions may run as one user (RLIMIT_NPROC is per user)
                 grader._uids = itertools.cycle(range(first_uid, first_uid + UIDS_PER_PROCESS))
             reply = grade_one(grader, job)
@@ -232,7 +235,7 @@ def _write_outcome(folder: Path, reply: dict) -> None:
 def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
         device: str = "auto", sandbox: str = "auto", stages: list[str] | None = None,
         visibility: str = "after_due_date", out_dir: Path | None = None,
-        progress=None) -> int:
+        progress=None, probe_seconds: float | None = None) -> int:
     """Grade every learner in ``submissions``; write ``out`` (the CSV) and ``out_dir``.
 
     Returns the exit status: 0 all graded, 1 some learners could not be graded (see the
@@ -255,7 +258,7 @@ def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
           + (f"; {skipped} graded before are skipped (--force regrades them)" if skipped else ""),
           file=progress)
 
-    config = {"device": device, "sandbox": sandbox}
+    config = {"device": device, "sandbox": sandbox, "probe_seconds": probe_seconds}
     base = {"stages": stages, "visibility": visibility}
     pending = list(reversed(todo))
     lock = threading.Lock()

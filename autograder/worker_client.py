@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 SANDBOXED = Path(__file__).resolve().parent / "sandboxed"
+MAX_TIMEOUTS = 2  # per stage: after that its remaining probes fail at once
 
 
 @dataclass
@@ -171,6 +172,7 @@ class StageSession:
         self.children = 0
         self._started: float | None = None  # when start() forked a child not yet heard from
         self.on_loaded = None  # called once, when the child has loaded the submission
+        self.timeouts = 0  # probes of this stage that ran out of time
 
     def _drop(self) -> None:
         if self.pid is not None:
@@ -239,6 +241,10 @@ class StageSession:
         if budget <= 0:
             return Outcome(timed_out=True, crashed="the submission used up its total time "
                            f"({self.worker.limits.submission_seconds:.0f} s)")
+        if self.timeouts >= MAX_TIMEOUTS:  # an endless loop costs a stage two timeouts, not all
+            return Outcome(timed_out=True, import_errors=self.import_errors,
+                           crashed=f"not run: {MAX_TIMEOUTS} earlier checks of this stage ran "
+                           "out of time, so its remaining checks were skipped")
         if self.sock is None or self._started is not None:  # not yet heard from its child
             if (failed := self._open()) is not None:
                 return failed
@@ -248,6 +254,7 @@ class StageSession:
             reply = self._exchange({"probe": probe, "args": args, "seed": seed}, limit)
         except TimeoutError:
             self._drop()
+            self.timeouts += 1
             return Outcome(timed_out=True, import_errors=self.import_errors,
                            seconds=time.monotonic() - started)
         except (EOFError, ConnectionError, OSError, protocol.ProtocolError) as exc:
