@@ -278,8 +278,9 @@ class PlainLauncher:
 
     name = "process"
     warning = (
-        "bubblewrap (bwrap) is not installed: learner code ran in a separate process with "
-        "resource limits, but without the sandbox (it could read files and use the network)"
+        "bubblewrap (bwrap) is not installed or cannot start a sandbox here: learner code ran "
+        "in a separate process with resource limits, but without the sandbox (it could read "
+        "files and use the network)"
     )
 
     cuda = False
