@@ -58,17 +58,19 @@ class BwrapLauncher(PlainLauncher):
                 "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
                 "--ro-bind", "/", "/", "--proc", "/proc"]
         args += ["--dev-bind", "/dev", "/dev"] if self.cuda else ["--dev", "/dev"]
-        for hidden in sorted({*HIDDEN, str(REPO), tempfile.gettempdir()}):
-            if os.path.isdir(hidden):
-                args += ["--tmpfs", hidden]
+        hidden = sorted({*HIDDEN, str(REPO), tempfile.gettempdir()})
+        for path in hidden:  # what lies under /tmp goes with the private /tmp below
+            if os.path.isdir(path) and not _under_hidden(path, ("/tmp",)):
+                args += ["--tmpfs", path]
+        args += ["--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
+        # Then python and its packages, read-only, wherever they are (a CI clone may keep its
+        # .venv under /tmp or in the hidden repository): bound after every tmpfs above.
         for needed in sorted({sys.prefix, sys.base_prefix, *site.getsitepackages()}):
-            if os.path.isdir(needed) and _under_hidden(needed, HIDDEN + (str(REPO),)):
+            if os.path.isdir(needed) and _under_hidden(needed, tuple(hidden)):
                 for parent in reversed(Path(needed).parents[:-1]):  # bwrap would make them 0700
                     args += ["--perms", "0755", "--dir", str(parent)]
-                args += ["--ro-bind", needed, needed]  # python and its packages, read-only
-        args += ["--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
-                 "--ro-bind", str(sandboxed), "/tmp/grader",
-                 "--bind", str(run_dir), "/tmp/run",
+                args += ["--ro-bind", needed, needed]
+        args += ["--ro-bind", str(sandboxed), "/tmp/grader", "--bind", str(run_dir), "/tmp/run",
                  "--chdir", "/tmp", "--clearenv", "--setenv", "HOME", "/tmp",
                  "--setenv", "PATH", "/usr/bin:/bin"]
         for key in ("CUDA_VISIBLE_DEVICES", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
