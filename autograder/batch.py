@@ -30,7 +30,6 @@ import argparse
 import csv
 import gc
 import io
-import itertools
 import json
 import os
 import re
@@ -130,9 +129,9 @@ def serve(config: dict) -> int:
             if grader is None:
                 limits = Limits(**({"probe_seconds": config["probe_seconds"]}
                                    if config.get("probe_seconds") else {}))
-                grader = Grader(config["device"], config["sandbox"], limits)
                 # no two processes' submissions may run as one user (RLIMIT_NPROC is per user)
-                grader._uids = itertools.cycle(range(first_uid, first_uid + UIDS_PER_PROCESS))
+                grader = Grader(config["device"], config["sandbox"], limits,
+                                first_uid=first_uid, uids=UIDS_PER_PROCESS)
             reply = grade_one(grader, job)
             if not gc.get_freeze_count():  # pytest collects garbage twice a run: from now on
                 gc.freeze()  # it skips what the first run left (torch, pytest): ~0.3 s a learner

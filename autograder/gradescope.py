@@ -18,17 +18,17 @@ Gradescope's (source/, submission/, results/): tests/test_gradescope.py does.
 from __future__ import annotations
 
 import argparse
-import io
 import sys
 import zipfile
 from pathlib import Path
+
+from solutions.zips import write_zip
 
 ROOT = Path(__file__).resolve().parents[1]
 #: What the grader needs from the repository, relative to its root.
 INCLUDED = ("autograder", "lumen", "solutions", "pyproject.toml")
 DEFAULT_TORCH = "torch==2.13.0"  # the Makefile's $(TORCH): the same pinned environment
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
-EPOCH = (1980, 1, 1, 0, 0, 0)  # every entry's date: the same sources give the same zip
 
 SETUP_SH = """\
 #!/usr/bin/env bash
@@ -95,13 +95,6 @@ exec "$PYTHON" -m autograder grade "$ROOT/submission" \\
 """
 
 
-def _add(archive: zipfile.ZipFile, name: str, data: bytes, executable: bool = False) -> None:
-    info = zipfile.ZipInfo(name, date_time=EPOCH)
-    info.compress_type = zipfile.ZIP_DEFLATED
-    info.external_attr = (0o100755 if executable else 0o100644) << 16
-    archive.writestr(info, data)
-
-
 def files(root: Path = ROOT) -> list[Path]:
     """The repository files the grader needs, relative to ``root``, sorted."""
     found = [root / name for name in INCLUDED if (root / name).is_file()]
@@ -121,18 +114,10 @@ def build(out: Path, torch: str = DEFAULT_TORCH, visibility: str = "after_due_da
     """Write the autograder zip to ``out``; returns ``out``."""
     if visibility not in VISIBILITIES:
         raise ValueError(f"visibility must be one of {VISIBILITIES}, not {visibility!r}")
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        _add(archive, "setup.sh", SETUP_SH.format(torch=torch).encode(), executable=True)
-        _add(archive, "run_autograder", RUN_AUTOGRADER.format(visibility=visibility).encode(),
-             executable=True)
-        for path in files(root):
-            _add(archive, path.as_posix(), (root / path).read_bytes())
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_bytes(buffer.getvalue())
-    tmp.replace(out)
-    return out
+    entries = [("setup.sh", SETUP_SH.format(torch=torch).encode(), True),
+               ("run_autograder", RUN_AUTOGRADER.format(visibility=visibility).encode(), True)]
+    entries += [(path.as_posix(), (root / path).read_bytes(), False) for path in files(root)]
+    return write_zip(out, entries)
 
 
 def main(argv: list[str] | None = None) -> int:

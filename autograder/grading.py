@@ -69,7 +69,10 @@ def run_suites(context, stages: list[str] | None = None) -> list:
 class Grader:
     """A warm worker and the settings every submission is graded with."""
 
-    def __init__(self, device: str = "auto", sandbox: str = "auto", limits=None) -> None:
+    def __init__(self, device: str = "auto", sandbox: str = "auto", limits=None,
+                 first_uid: int = FIRST_UID, uids: int = 50_000) -> None:
+        """``first_uid`` and ``uids``: the users learner code runs as, one per submission in
+        turn; graders running side by side need ranges that do not overlap."""
         from .worker_client import Limits, Worker
 
         self.launcher = choose_launcher(sandbox)
@@ -78,7 +81,7 @@ class Grader:
         self.worker = Worker(limits or Limits(), self.launcher)
         self.device = device
         self._devices: list[str] | None = None
-        self._uids = itertools.cycle(range(FIRST_UID, FIRST_UID + 50_000))
+        self._uids = itertools.cycle(range(first_uid, first_uid + uids))
 
     @property
     def devices(self) -> list[str]:

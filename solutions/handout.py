@@ -16,19 +16,18 @@ tests/test_handout.py checks that no solution line does either.
 from __future__ import annotations
 
 import argparse
-import io
 import re
 import sys
 import zipfile
 from pathlib import Path
 
 from solutions import release
+from solutions.zips import write_zip
 
 ROOT = release.ROOT
 FOLDER = "the-embedding-layer"  # what the learner's unzip creates
 README = ROOT / "handout" / "README.md"
 GRADER_ONLY = {"nbgrader"}  # in requirements.txt for the grader, not for learners
-EPOCH = (1980, 1, 1, 0, 0, 0)  # every entry's date: the same sources give the same zip
 
 REQUIREMENTS_HEADER = """\
 # Install torch first, on its own (the README says how), then: pip install -r requirements.txt
@@ -78,18 +77,7 @@ def contents(root: Path = ROOT) -> dict[str, bytes]:
 
 def build(out: Path, root: Path = ROOT) -> Path:
     """Write the handout zip to ``out``; returns ``out``."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for name, data in sorted(contents(root).items()):
-            info = zipfile.ZipInfo(name, date_time=EPOCH)
-            info.compress_type = zipfile.ZIP_DEFLATED
-            info.external_attr = 0o100644 << 16
-            archive.writestr(info, data)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_bytes(buffer.getvalue())
-    tmp.replace(out)
-    return out
+    return write_zip(out, ((name, data, False) for name, data in sorted(contents(root).items())))
 
 
 def main(argv: list[str] | None = None) -> int:
