@@ -215,7 +215,6 @@ def test_no_network(grader, tmp_path):
 
 def test_background_process_is_ended(grader, tmp_path):
     """A process left running (setsid, double fork) is ended when its submission is done."""
-    marker = tmp_path / "still-running"
     stage, _ = _embedding(grader, tmp_path, forward('''
         import subprocess
         subprocess.Popen(["sleep", "300"], start_new_session=True)
@@ -235,7 +234,6 @@ def test_background_process_is_ended(grader, tmp_path):
         if uid >= 200_000 and "sleep" in Path(f"/proc/{entry}/comm").read_text():
             leftovers.append(entry)
     assert not leftovers, f"background processes survived: {leftovers}"
-    assert not marker.exists()
 
 
 def test_other_submissions_untouched(grader, tmp_path):
