@@ -7,19 +7,20 @@ whatever happens (a value, an exception, a hang, a dead process) into an ``Outco
 
 from __future__ import annotations
 
-import os
 import select
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .untrusted import clean_reply  # every reply from learner code's process: cleaned once
+
 SANDBOXED = Path(__file__).resolve().parent / "sandboxed"
 MAX_TIMEOUTS = 2  # per stage: after that its remaining probes fail at once
+PRINTED_LIMIT = 4000  # characters of a test's printed output shown to the learner
 
 
 @dataclass
@@ -30,6 +31,7 @@ class Limits:
     import_seconds: float = 20.0  # importing the learner's three files for one stage
     submission_seconds: float = 300.0  # everything, all stages
     memory_bytes: int = 2 << 30  # address space a child may add on top of torch's own
+    sandbox_memory_bytes: int = 8 << 30  # all processes of a worker (a cgroup, where possible)
     file_bytes: int = 16 << 20  # largest file (and captured output) a child may write
     startup_seconds: float = 60.0  # the worker's own start (importing torch)
 
@@ -49,6 +51,19 @@ class Outcome:
     @property
     def ok(self) -> bool:
         return self.error is None and not self.timed_out and self.crashed is None
+
+
+def error_dict(value: object) -> dict:
+    """An exception as the worker describes it, whatever the learner's process sent: always
+    ``type`` and ``message`` strings, ``where`` a list of strings, ``not_implemented`` a bool."""
+    value = value if isinstance(value, dict) else {}
+    where = value.get("where")
+    return {
+        "type": str(value.get("type", "an unknown exception")),
+        "message": str(value.get("message", "")),
+        "where": [str(w) for w in where] if isinstance(where, list) else [],
+        "not_implemented": value.get("not_implemented") is True,
+    }
 
 
 class WorkerError(RuntimeError):
@@ -79,6 +94,7 @@ class Worker:
             sandboxed=SANDBOXED,
             run_dir=self.tmp / "run",
             scratch=self.tmp / "scratch",
+            memory=self.limits.sandbox_memory_bytes,
         )
         self.stderr = open(self.tmp / "worker-stderr.txt", "w+b")  # noqa: SIM115 - closed in close()
         self.proc = subprocess.Popen(
@@ -86,23 +102,33 @@ class Worker:
             start_new_session=True, env=self.launcher.environment(), cwd=self.tmp / "scratch",
         )
         self._ready = False
+        self.failed: str | None = None  # why the start failed, once it has
 
-    def wait_ready(self) -> None:
-        if self._ready:
-            return
-        end = time.monotonic() + self.limits.startup_seconds
-        line = b""
+    def _line(self, seconds: float) -> bytes:
+        """The zygote's next line on stdout, or b"" if none comes in ``seconds``."""
+        end = time.monotonic() + seconds
         while time.monotonic() < end:
             readable, _, _ = select.select([self.proc.stdout], [], [], 0.2)
             if readable:
-                line = self.proc.stdout.readline()
-                break
+                return self.proc.stdout.readline()
             if self.proc.poll() is not None:
                 break
+        return b""
+
+    def wait_ready(self) -> None:
+        """Wait for the zygote's "ready"; a WorkerError if it does not come. A start that
+        failed is not waited for again: every later call fails at once with the same reason,
+        until ``restart``."""
+        if self._ready:
+            return
+        if self.failed is not None:
+            raise WorkerError(self.failed)
+        line = self._line(self.limits.startup_seconds)
         if line.strip() != b"ready":
             self.stderr.seek(0)
             detail = self.stderr.read().decode(errors="replace")[-2000:]
-            raise WorkerError(f"the grading worker did not start: {detail or 'no output'}")
+            self.failed = f"the grading worker did not start: {detail.strip() or 'no output'}"
+            raise WorkerError(self.failed)
         self._ready = True
 
     @property
@@ -123,20 +149,31 @@ class Worker:
             pass
 
     def connect(self) -> socket.socket:
-        if not self.alive:
+        if not self.alive and self.failed is None:
             self.restart()
         self.wait_ready()
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.connect(str(self.socket_path))
         return sock
 
-    def kill_user(self, uid: int) -> None:
-        """End whatever a submission's user left running (its background processes)."""
+    def reap(self, seconds: float = 15.0) -> None:
+        """End every process of the submission just graded, and wait until the zygote has
+        seen each one gone (a stage process's whole PID namespace dies with it). If it cannot
+        say so in time, the worker is restarted: the sandbox ends with everything in it. Either
+        way, no process of one learner is left when the next learner's code runs."""
+        if self.failed is not None:
+            return
+        if not self.alive or not self._ready:
+            self.restart()  # what was left of the sandbox goes with the old one
+            return
         try:
-            self.proc.stdin.write(f"killuid {uid}\n".encode())
+            self.proc.stdin.write(b"reap\n")
             self.proc.stdin.flush()
-        except (BrokenPipeError, OSError, ValueError, AttributeError):
-            pass
+            answer = self._line(seconds)
+        except (BrokenPipeError, OSError, ValueError):
+            answer = b""
+        if answer.strip() != b"reaped":
+            self.restart()
 
     def close(self) -> None:
         if self.proc is not None:
@@ -154,6 +191,7 @@ class Worker:
                 stream.close()
             self.proc = None
             self.stderr.close()
+            self.launcher.release()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
@@ -169,6 +207,7 @@ class StageSession:
         self.pid: int | None = None
         self.import_errors: dict = {}
         self.import_output = ""
+        self.printed: list[str] = []  # what the learner's code printed since take_printed()
         self.children = 0
         self._started: float | None = None  # when start() forked a child not yet heard from
         self.on_loaded = None  # called once, when the child has loaded the submission
@@ -200,9 +239,10 @@ class StageSession:
             self.sock = self.worker.connect()
             self.children += 1
             self.sock.settimeout(max(self.worker.limits.import_seconds, 0.01))
-            self.pid = int(protocol.recv(self.sock)["pid"])
+            self.pid = int(clean_reply(protocol.recv(self.sock))["pid"])
             protocol.send(self.sock, self.request)
-        except (TimeoutError, EOFError, ConnectionError, OSError, protocol.ProtocolError):
+        except (TimeoutError, EOFError, ConnectionError, OSError, protocol.ProtocolError,
+                KeyError, TypeError, ValueError):
             self._drop()  # _open reports it, when the stage is graded
 
     def _open(self) -> Outcome | None:
@@ -217,7 +257,7 @@ class StageSession:
             if self.sock is None:
                 raise ConnectionError("the stage's process could not be started")
             self.sock.settimeout(max(timeout, 0.01))
-            hello = protocol.recv(self.sock)
+            hello = clean_reply(protocol.recv(self.sock))
         except TimeoutError:
             self._drop()
             return Outcome(timed_out=True, crashed="importing the submission did not finish "
@@ -226,8 +266,15 @@ class StageSession:
             self._drop()
             return Outcome(crashed=f"the process running the submission ended while importing "
                            f"it ({type(exc).__name__}): os._exit, a crash, or too much memory")
-        self.import_errors = hello.get("imports", {})
+        imports = hello.get("imports") if isinstance(hello, dict) else None
+        if not isinstance(imports, dict):
+            self._drop()
+            return Outcome(crashed="the process running the submission answered with something "
+                           "the grader does not send (did your code write to its socket?)")
+        self.import_errors = {str(m): error_dict(e) for m, e in imports.items()}
         self.import_output = hello.get("output", "")
+        if isinstance(self.import_output, str):
+            self.printed.append(self.import_output)
         if self.on_loaded is not None:
             hook, self.on_loaded = self.on_loaded, None
             hook()
@@ -248,10 +295,15 @@ class StageSession:
         if self.sock is None or self._started is not None:  # not yet heard from its child
             if (failed := self._open()) is not None:
                 return failed
+        from .sandboxed.probes import PROBES
+
+        if probe not in PROBES:  # checked here, where an answer cannot be forged
+            raise RuntimeError(f"the hidden suite asked for an unknown probe {probe!r}")
         limit = min(timeout or self.worker.limits.probe_seconds, budget)
         started = time.monotonic()
         try:
-            reply = self._exchange({"probe": probe, "args": args, "seed": seed}, limit)
+            reply = clean_reply(self._exchange({"probe": probe, "args": args, "seed": seed},
+                                               limit))
         except TimeoutError:
             self._drop()
             self.timeouts += 1
@@ -262,48 +314,32 @@ class StageSession:
             return Outcome(crashed=f"the process running your code ended ({type(exc).__name__}): "
                            "os._exit, sys.exit in a thread, a segfault, or running out of memory",
                            import_errors=self.import_errors, seconds=time.monotonic() - started)
-        if "probe_error" in reply:
-            raise RuntimeError(f"grader error in probe {probe}: {reply['probe_error']}")
+        # Everything the process says is the learner's: a malformed answer is theirs too (a
+        # grader bug in a probe shows up in the parent's own checks, never as a zero here).
+        error = reply.get("error") if isinstance(reply, dict) else None
+        if not isinstance(reply, dict) or "probe_error" in reply:
+            return Outcome(crashed="your code's process answered with something the grader's "
+                           "probe does not send (did your code replace parts of the grader?)",
+                           import_errors=self.import_errors)
+        seconds = reply.get("seconds", 0.0)
+        output = reply.get("output", "")
+        if isinstance(output, str):
+            self.printed.append(output)
         return Outcome(
-            value=reply.get("value"), error=reply.get("error"), import_errors=self.import_errors,
-            output=reply.get("output", ""), seconds=float(reply.get("seconds", 0.0)),
+            value=reply.get("value"), error=None if error is None else error_dict(error),
+            import_errors=self.import_errors,
+            output=output if isinstance(output, str) else "",
+            seconds=float(seconds) if isinstance(seconds, int | float) else 0.0,
         )
+
+    def take_printed(self) -> str:
+        """What the learner's code printed since the last call (at import, then in the
+        probes of one test), bounded, with a note of what was cut."""
+        text, self.printed = "".join(self.printed), []
+        if len(text) > PRINTED_LIMIT:
+            text = (text[:PRINTED_LIMIT] + f"\n... ({len(text) - PRINTED_LIMIT:,} more "
+                    "characters of output not shown)")
+        return text
 
     def close(self) -> None:
         self._drop()
-
-
-class PlainLauncher:
-    """Runs the worker as an ordinary child process (the weaker fallback, without bwrap)."""
-
-    name = "process"
-    warning = (
-        "bubblewrap (bwrap) is not installed or cannot start a sandbox here: learner code ran "
-        "in a separate process with resource limits, but without the sandbox (it could read "
-        "files and use the network)"
-    )
-
-    cuda = False
-
-    def child_limits(self) -> dict:
-        """Limits only this launcher can enforce (the sandbox adds a user to drop to)."""
-        return {}
-
-    def command(self, worker, sandboxed, run_dir, scratch) -> list[str]:
-        return [sys.executable, "-I", str(worker), "--socket", str(run_dir / "worker.sock"),
-                "--scratch", str(scratch / "children")]
-
-    def environment(self) -> dict:
-        keep = ("PATH", "LANG", "LC_ALL", "HOME", "CUDA_VISIBLE_DEVICES", "OPENBLAS_CORETYPE",
-                "OPENBLAS_L2_SIZE", "LD_LIBRARY_PATH")
-        return {k: v for k, v in os.environ.items() if k in keep}
-
-    def kill(self, proc: subprocess.Popen) -> None:
-        try:
-            os.killpg(proc.pid, 9)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass

@@ -31,13 +31,17 @@ def forward(body: str) -> dict:
     return {"embeddings:Embedding.forward": code + "\n    return self.weight[ids]\n"}
 
 
+WRONG_FORWARD = "def forward(self, ids):\n    return torch.zeros(*ids.shape, self.d_model)\n"
+
+
 def at_import(body: str) -> dict:
-    """Hostile code at the top level of embeddings.py (after check_ids)."""
+    """Hostile code at the top level of embeddings.py (after check_ids), with a wrong forward:
+    every point it gets would be stolen."""
     code = textwrap.dedent('''
         def check_ids(ids, vocab_size):
             pass
     ''') + textwrap.dedent(body)
-    return {"embeddings:check_ids": code}
+    return {"embeddings:check_ids": code, "embeddings:Embedding.forward": WRONG_FORWARD}
 
 
 @pytest.fixture(scope="module")
@@ -240,3 +244,278 @@ def test_other_submissions_untouched(grader, tmp_path):
     """After every attack, the same warm worker still grades a correct submission fully."""
     stage, result = _embedding(grader, tmp_path, {})
     assert stage.score == stage.max_score, [r.message for r, _, _ in stage.tests if not r.passed]
+
+
+# --- issue 7.1: the stage processes of one submission cannot talk to one another -----------
+
+#: Code every stage process of one submission runs at import: it publishes itself on every
+#: channel it can think of (files in each writable place, an abstract and a path socket, a
+#: loopback port, a SysV shared-memory key, signals to every process it can see), and
+#: ``_heard()`` lists what it receives from a sibling. Used inside the sandbox and, as the
+#: control that shows the detection works, in two plain processes on the host.
+POOL = '''
+import ctypes, os, signal, socket, time
+_TOKEN = f"{os.getpid()}-{time.monotonic_ns()}"
+_PLACES = [p for p in ("/tmp", "/dev/shm", "/var/tmp", "/run/lock") if os.path.isdir(p)]
+_servers = []
+for _place in _PLACES:
+    try:
+        with open(os.path.join(_place, f"lumen-pool-{_TOKEN}"), "w") as _f:
+            _f.write(_TOKEN)
+    except OSError:
+        pass
+_CHANNELS = ((socket.AF_UNIX, "\\0lumen-pool"), (socket.AF_INET, ("127.0.0.1", 47613)))
+for _family, _address in _CHANNELS:
+    try:
+        _s = socket.socket(_family, socket.SOCK_STREAM)
+        _s.bind(_address)
+        _s.listen(8)
+        _s.setblocking(False)
+        _servers.append(_s)
+    except OSError:
+        pass
+try:
+    _libc = ctypes.CDLL(None, use_errno=True)
+    _SHM_CREATED = _libc.shmget(0x4C554D, 4096, 0o1000 | 0o2000 | 0o666) >= 0  # IPC_CREAT|EXCL
+except OSError:
+    _SHM_CREATED = False
+
+
+def _heard():
+    heard = []
+    for place in _PLACES:
+        try:
+            heard += [f"{place}/{n}" for n in os.listdir(place)
+                      if n.startswith("lumen-pool-") and not n.endswith(_TOKEN)]
+        except OSError:
+            pass
+    for family, address in _CHANNELS:
+        if any(s.family == family for s in _servers):
+            for s in _servers:
+                try:
+                    if s.family == family and s.accept():
+                        heard.append(f"a sibling connected to {address!r}")
+                except OSError:
+                    pass
+            continue
+        try:
+            socket.create_connection(address, timeout=0.2) if family == socket.AF_INET else \\
+                socket.socket(family).connect(address)
+            heard.append(f"connected to a sibling's {address!r}")
+        except OSError:
+            pass
+    if not _SHM_CREATED and _libc.shmget(0x4C554D, 4096, 0o666) >= 0:
+        heard.append("a sibling's SysV shared memory")
+    others = [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]
+    reachable = []
+    for pid in others:
+        try:
+            os.kill(pid, 0)
+            reachable.append(pid)
+        except OSError:
+            pass
+    if reachable:
+        heard.append(f"could signal {len(reachable)} other processes")
+    return heard
+'''
+
+
+def test_pool_detection_works_between_plain_processes(tmp_path):
+    """The control: two ordinary processes on this machine do hear each other."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "pool.py"
+    script.write_text(POOL + "\ntime.sleep(1.0)\nprint(_heard())\n")
+    runs = [subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+            for _ in range(2)]
+    outputs = [p.communicate(timeout=30)[0] for p in runs]
+    assert any("lumen-pool" in out for out in outputs), outputs
+
+
+def test_stage_processes_cannot_pool(grader, tmp_path):
+    """Every stage process publishes itself at import; none hears a sibling, on any channel.
+
+    Graded on all six stages, so six processes of one submission run side by side; the
+    embedding stage's forward waits until its siblings have loaded, then reports."""
+    replacements = {
+        "embeddings:check_ids": "def check_ids(ids, vocab_size):\n    pass\n" + POOL,
+        "embeddings:Embedding.forward": '''
+            def forward(self, ids):
+                time.sleep(0.3)
+                raise RuntimeError(f"heard: {_heard()}")
+        ''',
+    }
+    folder = make_submission(tmp_path / "submission", replacements)
+    result = grader.grade(folder)
+    stage = next(s for s in result.stages if s.name == "embedding")
+    messages = [r.message for r, _, _ in stage.tests if "heard:" in r.message]
+    assert messages, [r.message for r, _, _ in stage.tests]
+    for message in messages:
+        assert "heard: []" in message, message
+
+
+# --- issue 7.2: one learner cannot touch the next learner's grade ---------------------------
+
+HOSTILE = {
+    "fills /tmp and /dev/shm, leaves files behind": forward('''
+        import os
+        for place in ("/tmp", "/dev/shm"):
+            for i in range(100):
+                try:
+                    with open(os.path.join(place, f"fill-{i}"), "wb") as f:
+                        f.write(b"x" * (1 << 20))
+                except OSError:
+                    break
+        for name in ("torch.py", "embeddings.py", "lumen.py"):
+            try:
+                with open(os.path.join("/tmp", name), "w") as f:
+                    f.write("raise SystemExit('planted by another learner')\\n")
+            except OSError:
+                pass
+        return torch.zeros(*ids.shape, self.d_model)
+    '''),
+    "a process that keeps re-forking, then attacks": forward('''
+        import os, signal, time
+        if os.fork() == 0:
+            os.setsid()
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                if os.fork():
+                    os._exit(0)  # the parent goes: a single pass over /proc never sees it still
+                try:
+                    os.kill(-1, signal.SIGKILL)  # and every process it may signal
+                except OSError:
+                    pass
+                time.sleep(0.01)
+            os._exit(0)
+        return torch.zeros(*ids.shape, self.d_model)
+    '''),
+    "floods its output": forward('''
+        import sys
+        for _ in range(80):
+            sys.stdout.write("x" * (1 << 20))
+        return torch.zeros(*ids.shape, self.d_model)
+    '''),
+}
+
+VICTIMS = {
+    "lumen": {},
+    "a partial solution": {"embeddings:check_ids": "def check_ids(ids, vocab_size):\n    pass\n"},
+}
+
+
+def _per_stage(result) -> dict:
+    return {s.name: [(r.name, r.passed) for r, _, _ in s.tests] for s in result.stages}
+
+
+def test_hostile_learners_do_not_touch_later_victims(grader, tmp_path):
+    """Hostile learners graded before each victim on the same warm worker change nothing:
+    every victim's per-stage verdicts equal its solo grade on a fresh worker."""
+    solo = {}
+    with Grader(device="cpu", sandbox="bwrap") as fresh:
+        for name, replacements in VICTIMS.items():
+            folder = make_submission(tmp_path / f"solo-{len(solo)}", replacements)
+            solo[name] = _per_stage(fresh.grade(folder, seed=7))
+    for n, (attack, replacements) in enumerate(HOSTILE.items()):
+        stage, _ = _embedding(grader, tmp_path / f"hostile-{n}", replacements)
+        _assert_no_points(stage, replacements)
+        for name, victim in VICTIMS.items():
+            folder = make_submission(tmp_path / f"victim-{n}-{name}", victim)
+            got = _per_stage(grader.grade(folder, seed=7))
+            assert got == solo[name], f"after {attack!r}, {name} was graded differently"
+
+
+def test_no_process_of_a_learner_survives(grader, tmp_path):
+    """After the re-forking learner, no process of any learner's user is left on the machine."""
+    _embedding(grader, tmp_path, HOSTILE["a process that keeps re-forking, then attacks"])
+    leftovers = []
+    for entry in os.listdir("/proc"):
+        try:
+            status = Path(f"/proc/{entry}/status").read_text()
+        except OSError:
+            continue
+        uid = int(next(x for x in status.splitlines() if x.startswith("Uid:")).split()[1])
+        if uid >= 200_000:
+            leftovers.append(entry)
+    assert not leftovers, f"processes of learners survived: {leftovers}"
+
+
+# --- issue 7.3: limits the learner cannot lift ---------------------------------------------
+
+def test_limits_cannot_be_raised(grader, tmp_path):
+    """Raising a limit back to its hard value fails, and the limits then hold: 3 GiB past the
+    memory cap cannot be allocated and 300 processes cannot be started."""
+    stage, _ = _embedding(grader, tmp_path, forward('''
+        import os, resource
+        found = []
+        for kind in ("RLIMIT_AS", "RLIMIT_NPROC", "RLIMIT_FSIZE", "RLIMIT_NOFILE", "RLIMIT_DATA"):
+            limit = getattr(resource, kind)
+            soft, hard = resource.getrlimit(limit)
+            if hard == resource.RLIM_INFINITY:
+                continue  # not a limit here (RLIMIT_DATA is the GPU runner's)
+            try:
+                resource.setrlimit(limit, (hard, hard))
+                resource.setrlimit(limit, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+                found.append(f"raised {kind}")
+            except (ValueError, OSError):
+                pass
+        try:
+            hog = bytearray(3 << 30)
+            found.append("allocated 3 GiB")
+        except MemoryError:
+            pass
+        started = 0
+        for _ in range(300):
+            try:
+                if os.fork() == 0:
+                    import time
+                    time.sleep(5)
+                    os._exit(0)
+                started += 1
+            except OSError:
+                break
+        if started >= 300:
+            found.append("started 300 processes")
+        raise RuntimeError(f"lifted: {found}")
+    '''))
+    messages = [r.message for r, _, _ in stage.tests if "lifted:" in r.message]
+    assert messages and all("lifted: []" in m for m in messages), messages
+
+
+def test_memory_of_the_whole_sandbox_is_bounded(tmp_path):
+    """Where a memory cgroup can be made, the sandbox's processes together cannot use more than
+    its bound, even when each stays under its own address-space limit (a GPU runner has only
+    this bound). Four processes touching 400 MiB each do not all survive a 1 GiB sandbox."""
+    from autograder.sandbox import memory_cgroup
+
+    folder, _ = memory_cgroup(1 << 30)
+    if folder is None:
+        pytest.skip("no memory cgroup can be made on this machine")
+    folder.rmdir()
+    limits = Limits(probe_seconds=20, import_seconds=10, submission_seconds=60,
+                    sandbox_memory_bytes=1 << 30)
+    with Grader(device="cpu", sandbox="bwrap", limits=limits) as small:
+        assert "cgroup" in small.launcher.memory
+        stage, _ = _embedding(small, tmp_path, {"embeddings:Embedding.forward": '''
+            def forward(self, ids):
+                import os
+                children = []
+                for _ in range(4):
+                    pid = os.fork()
+                    if pid == 0:
+                        block = bytearray(400 << 20)
+                        for i in range(0, len(block), 4096):
+                            block[i] = 1
+                        os._exit(0)
+                    children.append(pid)
+                killed = sum(os.WIFSIGNALED(os.waitpid(pid, 0)[1]) for pid in children)
+                raise RuntimeError(f"killed: {killed}")
+        '''})
+        first = next(r.message for r, _, _ in stage.tests if r.name == "test_lookup_every_shape")
+        # either some of the four were killed, or the stage process itself went with them
+        assert ("killed:" in first and "killed: 0" not in first) or "ended" in first, first
+        victim = make_submission(tmp_path / "victim", {})
+        after = next(s for s in small.grade(victim, stages=["embedding"]).stages
+                     if s.name == "embedding")
+        assert after.score == after.max_score

@@ -3,11 +3,12 @@
 Run as ``python worker.py --socket PATH --scratch DIR``. The process (the "zygote") never
 runs learner code itself: it imports torch, listens on a Unix socket, prints ``ready``, and
 forks a child for every connection. The grader sends the child the learner's files, a stage
-name and the reference source for every *other* stage; the child writes the files where only
-its own user can read them, drops to that user, loads them, swaps in the reference
-for what the stage does not own, and answers probe requests until the grader hangs up. A child
-that hangs or crashes costs only its own connection; the grader asks the zygote (on stdin:
-``kill PID``) to end it and connects again for a fresh one.
+name and which functions each stage owns; the child writes the files where only its own
+user can read them, drops to that user, loads them, swaps in public scaffolds (scaffolds.py,
+never the reference solution) for what the stage does not own, and answers probe requests
+until the grader hangs up. A child that hangs or crashes costs only its own connection;
+the grader asks the zygote (on stdin: ``kill PID``) to end it and connects again for a
+fresh one.
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
-import re
-import resource
 import select
 import shutil
 import signal
@@ -25,20 +24,20 @@ import sys
 import time
 import traceback
 import types
+from collections.abc import Callable
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
+import isolation  # noqa: E402
 import probes  # noqa: E402
 import protocol  # noqa: E402
+import scaffolds  # noqa: E402
 import torch  # noqa: E402 - after the path is set; the one expensive import, done once
 
 PACKAGE = "submission"  # the learner's files are imported as submission.embeddings, ...
-REFERENCE = "_reference"
 MODULES = ("embeddings", "params", "gpt2")  # in dependency order
-#: The reference stubs' message names each function the graded stage owns.
-STUB = re.compile(r"([\w.]+) is not implemented yet \(stage '(\w+)'\)")
 OUTPUT_LIMIT = 1 << 20  # bytes of learner stdout/stderr kept on disk per child
 
 
@@ -79,22 +78,23 @@ def _resolve(module: types.ModuleType, qualname: str) -> tuple[object, str]:
     return holder, last
 
 
-def _transplant(learner: types.ModuleType, reference: types.ModuleType, owns: list[str]) -> None:
-    """Replace in ``learner`` each function in ``owns`` by the reference's.
+def _transplant(target: types.ModuleType, module: str, foreign: list[str],
+                given: Callable[[], types.ModuleType]) -> None:
+    """Put into ``target`` the scaffold of each function in ``foreign`` (qualnames of
+    ``module`` that other stages own), in place of the learner's.
 
-    Read from the class ``__dict__`` so that a property moves as a property.
+    A scaffold is set on the learner's own class, whatever its bases, mixins or helpers: a
+    method the learner inherits from a base of their own is shadowed there, and nothing of
+    the learner's is called by a scaffold. Properties and staticmethods move as they are. When
+    the learner removed the class, ``given()``'s (the stub's, already scaffolded) stands in.
     """
-    for qualname in owns:
-        ref_holder, name = _resolve(reference, qualname)
-        if isinstance(ref_holder, type):
-            value = ref_holder.__dict__[name]
-        else:
-            value = getattr(ref_holder, name)
+    for qualname in foreign:
+        value = scaffolds.SCAFFOLDS[f"{module}:{qualname}"]
         try:
-            holder, _ = _resolve(learner, qualname)
-        except AttributeError:  # the learner removed the class: use the reference's whole
+            holder, name = _resolve(target, qualname)
+        except AttributeError:  # the learner removed the class: the stub's whole class
             top = qualname.split(".")[0]
-            setattr(learner, top, getattr(reference, top))
+            setattr(target, top, getattr(given(), top))
             continue
         if isinstance(holder, type):
             value = _rebind_super(value, holder)
@@ -102,8 +102,10 @@ def _transplant(learner: types.ModuleType, reference: types.ModuleType, owns: li
 
 
 def _rebind_super(value: object, cls: type) -> object:
-    """A reference method moved into the learner's class, with its zero-argument super()
-    pointed at that class (super() reads the function's ``__class__`` cell)."""
+    """A function moved into the learner's class, with any zero-argument super() pointed at
+    that class (super() reads the function's ``__class__`` cell). The scaffolds use none
+    (they call nn.Module.__init__ directly, since a learner's base may take other arguments),
+    so this only keeps a future scaffold from reaching the wrong class."""
     if not isinstance(value, types.FunctionType) or "__class__" not in value.__code__.co_freevars:
         return value
     cells = tuple(
@@ -116,7 +118,7 @@ def _rebind_super(value: object, cls: type) -> object:
 
 def _absent(module: str, name: str) -> type:
     """A stand-in for a name the graded stage owns but the learner's file lacks: calling it
-    says so, instead of the reference's stub saying "not implemented yet"."""
+    says so, instead of the stub saying "not implemented yet"."""
     message = (f"your {module}.py has no {name}: keep every class and function of the stub, "
                "with its name and signature")
 
@@ -126,28 +128,47 @@ def _absent(module: str, name: str) -> type:
     return type(name, (), {"__new__": refuse, "__doc__": message})
 
 
+def _given(name: str, request: dict) -> types.ModuleType:
+    """The learner's stub of ``name``.py (``request["given"]``, no solution in it) as a module
+    of the submission's package, with the scaffolds of every other stage in it: what the other
+    stages build on when the learner's own file cannot be used."""
+    module = types.ModuleType(f"{PACKAGE}.{name}")
+    module.__package__ = PACKAGE  # its relative imports reach the learner's other modules
+    module.__file__ = f"<the stub of {name}.py>"
+    # Registered while it runs (@dataclass looks its module up there), then the learner's own
+    # module is put back: when only a class of theirs is missing, the rest of it stays in use.
+    previous = sys.modules.get(module.__name__)
+    sys.modules[module.__name__] = module
+    try:
+        exec(compile(request["given"][name], module.__file__, "exec"), module.__dict__)
+    finally:
+        if previous is not None:
+            sys.modules[module.__name__] = previous
+    _transplant(module, name, request["foreign"].get(name, []), lambda: module)
+    return module
+
+
 def load(submission: str, request: dict) -> tuple[dict, dict]:
     """Import the learner's modules for one stage; return (modules, import errors).
 
-    ``request["reference"]`` maps module name -> reference source in which the graded stage's
-    solutions are already stubbed out; ``request["foreign"]`` maps module name -> the
-    qualnames that other stages own. Those come from the reference; the rest is the learner's.
+    ``request["owns"]`` and ``request["foreign"]`` map module name -> the qualnames the graded
+    stage owns and those the other stages own. The latter are replaced by scaffolds
+    (scaffolds.py); the rest is the learner's. A module that fails to import is replaced by
+    ``request["given"]``'s stub with the scaffolds in it. No reference source is involved.
     """
-    _package(REFERENCE, [])
-    reference: dict[str, types.ModuleType] = {}
-    for name in MODULES:
-        module = types.ModuleType(f"{REFERENCE}.{name}")
-        module.__package__ = REFERENCE
-        module.__file__ = f"<reference {name}.py>"
-        sys.modules[module.__name__] = module
-        exec(compile(request["reference"][name], module.__file__, "exec"), module.__dict__)
-        reference[name] = module
-
     _package(PACKAGE, [submission])
     modules, errors = {}, {}
+    stubs: dict[str, types.ModuleType] = {}
+
+    def given(name: str) -> types.ModuleType:
+        if name not in stubs:
+            stubs[name] = _given(name, request)
+        return stubs[name]
+
     for name in MODULES:
         path = os.path.join(submission, f"{name}.py")
         full = f"{PACKAGE}.{name}"
+        foreign = request["foreign"].get(name, [])
         try:
             if not os.path.isfile(path):
                 raise FileNotFoundError(f"{name}.py is missing from the submission")
@@ -155,132 +176,146 @@ def load(submission: str, request: dict) -> tuple[dict, dict]:
             module = importlib.util.module_from_spec(spec)
             sys.modules[full] = module
             spec.loader.exec_module(module)
-            owned = {q for q, s in STUB.findall(request["reference"][name])
-                     if s == request.get("stage")}
+            owned = request["owns"].get(name, [])
             absent = {q.split(".")[0] for q in owned} - set(vars(module))
-            _transplant(module, reference[name], request["foreign"].get(name, []))
+            _transplant(module, name, foreign, lambda name=name: given(name))
             for top in absent:
                 setattr(module, top, _absent(name, top))
         except BaseException as exc:  # noqa: BLE001 - SystemExit at import is a finding too
             errors[name] = _error(exc, (os.path.abspath(path),))
-            module = reference[name]  # what the other stages build on still works
+            module = given(name)  # what the other stages build on still works
             sys.modules[full] = module
         modules[name] = module
     return modules, errors
 
 
-def _limit(kind: int, soft: int) -> None:
-    try:
-        _, hard = resource.getrlimit(kind)
-        if hard != resource.RLIM_INFINITY:
-            soft = min(soft, hard)
-        resource.setrlimit(kind, (soft, hard))
-    except (ValueError, OSError):
-        pass  # not allowed here: the grader's timeouts still bound the damage
-
-
-def _confine(limits: dict) -> None:
-    """Per-child limits: memory, file size, open files, no core dumps."""
-    if limits.get("memory_bytes") and not limits.get("cuda"):
-        # Address space on top of what torch already mapped; CUDA maps huge virtual ranges,
-        # so on a GPU runner the memory bound is left to the sandbox (cgroup) instead.
-        with open("/proc/self/status") as status:
-            vm = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize"))
-        _limit(resource.RLIMIT_AS, vm + int(limits["memory_bytes"]))
-    _limit(resource.RLIMIT_FSIZE, int(limits.get("file_bytes", 16 << 20)))
-    _limit(resource.RLIMIT_NOFILE, 256)
-    _limit(resource.RLIMIT_CORE, 0)
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a too-big write fails instead of killing
-
-
-def _drop_privileges(limits: dict) -> None:
-    """Become an unprivileged user (inside the sandbox), so RLIMIT_NPROC holds and the
-    zygote, which stays root, cannot be signalled."""
-    uid = limits.get("uid")
-    if uid is None:
-        return
-    os.setgroups([])
-    os.setgid(uid)
-    os.setuid(uid)
-    _limit(resource.RLIMIT_NPROC, int(limits.get("processes", 256)))
-
-
-def _capture_output(directory: str) -> tuple[int, str]:
-    """Send this process's stdout/stderr to a bounded file; return (fd, path)."""
-    os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, f"output-{os.getpid()}.txt")
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+def _capture_output(directory: str) -> int:
+    """Send this process's stdout/stderr to a bounded file the learner cannot open by name;
+    return its descriptor (read back with pread, also after the privileges are dropped)."""
+    fd = os.open(os.path.join(directory, f"output-{os.getpid()}.txt"),
+                 os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
-    return fd, path
+    return fd
 
 
-def _read_new(path: str, offset: int) -> tuple[str, int]:
+def _read_new(fd: int, offset: int) -> tuple[str, int]:
+    """What was printed since ``offset``: at most 8 KiB of it, with a note of the rest."""
     try:
-        with open(path, "rb") as f:
-            f.seek(offset)
-            data = f.read(8192)
-            end = f.seek(0, 2)
-    except OSError:
+        end = os.fstat(fd).st_size
+        data = os.pread(fd, 8192, offset)
+    except OSError:  # the learner closed or replaced the descriptor: nothing to show
         return "", offset
     text = data.decode("utf-8", errors="replace")
     if end - offset > len(data):
         text += f"\n... ({end - offset - len(data):,} more bytes of output not shown)"
-    return text, end
+    return text, max(end, offset)
 
 
-def _private_copy(scratch: str, files: dict, uid: int | None) -> str:
-    """Write the submission's files into a folder only this child's user can read."""
+def _fallback_folder(scratch: str) -> str:
+    """Without namespaces (the plain launcher): a folder of the zygote's scratch space."""
     folder = os.path.join(scratch, f"submission-{os.getpid()}")
-    os.makedirs(folder, mode=0o700)
-    for name, text in files.items():
-        if name in {f"{m}.py" for m in MODULES}:
-            with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
-                f.write(text)
-            if uid is not None:
-                os.chown(os.path.join(folder, name), uid, uid)
-    if uid is not None:
-        os.chown(folder, uid, uid)
+    os.makedirs(folder, mode=0o755)
     return folder
 
 
 def serve(conn: socket.socket, scratch: str) -> None:
-    """One child: load the submission for a stage, then answer probes until EOF."""
-    os.setpgid(0, 0)  # its own process group, so the zygote can end it with everything it started
+    """One stage child. With namespaces, it forks the process that runs the learner's code as
+    process 1 of a new PID namespace and waits for it: when that process ends, the kernel has
+    ended everything it started, and only then does this child exit (the zygote's ``reap``
+    waits for exactly that)."""
+    os.setpgid(0, 0)
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)  # the zygote's control pipe is not the learner's
-    protocol.send(conn, {"pid": os.getpid()})
-    request = protocol.recv(conn)
+    isolated = isolation.enter_namespaces()
+    if isolated:
+        pid = os.fork()
+        if pid:
+            conn.close()
+            while True:
+                try:
+                    os.waitpid(pid, 0)
+                    return
+                except InterruptedError:
+                    continue
+    stage_process(conn, scratch, isolated)
+
+
+def stage_process(conn: socket.socket, scratch: str, isolated: bool) -> None:
+    """Load the submission for one stage, then answer probes until the grader hangs up.
+
+    Everything the grader needs here is bound to local names before the learner's code is
+    loaded, and the grader's modules are then removed from ``sys.modules`` and ``sys.path``:
+    learner code cannot reach them by name. (It can still reach anything in its own process
+    by other means; that is why no verdict trusts this process: every point is earned by
+    values the parent checks, see autograder/suites.)
+    """
+    send, recv, run_probe = protocol.send, protocol.recv, probes.run
+    ProbeError, ProtocolError = probes.ProbeError, protocol.ProtocolError  # noqa: N806
+    me = isolation.outer_pid() if isolated else os.getpid()
+    if isolated:
+        isolation.private_filesystem()
+        folder, output_dir = isolation.SUBMISSION, isolation.GRADER_DIR
+    else:
+        folder, output_dir = _fallback_folder(scratch), scratch
+    send(conn, {"pid": me})
+    request = recv(conn)
     limits = request.get("limits", {})
-    _confine(limits)
     torch.set_num_threads(1)
-    submission = _private_copy(scratch, request.get("files", {}), limits.get("uid"))
-    _, out_path = _capture_output(scratch)  # opened before the drop: scratch stays root's
-    _drop_privileges(limits)
-    modules, errors = load(submission, request)
-    learner_files = tuple(os.path.abspath(os.path.join(submission, f"{m}.py")) for m in MODULES)
-    offset = 0
-    output, offset = _read_new(out_path, offset)
-    protocol.send(conn, {"imports": errors, "output": output})
+    isolation.write_files(folder, {name: text for name, text in request.get("files", {}).items()
+                                   if name in {f"{m}.py" for m in MODULES}})
+    out_fd = _capture_output(output_dir)
+    isolation.close_other_fds({conn.fileno(), out_fd})
+    isolation.confine(limits)
+    isolation.first_to_go()
+    os.chdir("/tmp" if isolated else folder)
+    isolation.drop_privileges(limits.get("uid"))
+    _hide_the_grader()
+    modules, errors = load(folder, request)
+    learner_files = tuple(os.path.abspath(os.path.join(folder, f"{m}.py")) for m in MODULES)
+    _flush()
+    output, offset = _read_new(out_fd, 0)
+    send(conn, {"imports": errors, "output": output})
     while True:
         try:
-            message = protocol.recv(conn)
+            message = recv(conn)
         except EOFError:
             return
         name, args, seed = message["probe"], message.get("args", {}), message.get("seed", 0)
         torch.manual_seed(seed)
         started = time.perf_counter()
         try:
-            reply = {"value": probes.run(name, modules, args)}
-        except probes.ProbeError as exc:
+            reply = {"value": run_probe(name, modules, args)}
+        except ProbeError as exc:
             reply = {"probe_error": str(exc)}
         except BaseException as exc:  # noqa: BLE001 - whatever learner code raised, SystemExit too
             reply = {"error": _error(exc, learner_files)}
         reply["seconds"] = time.perf_counter() - started
-        reply["output"], offset = _read_new(out_path, offset)
+        _flush()
+        reply["output"], offset = _read_new(out_fd, offset)
         try:
-            protocol.send(conn, reply)
-        except protocol.ProtocolError as exc:
-            protocol.send(conn, {"probe_error": f"the result could not be sent back: {exc}"})
+            send(conn, reply)
+        except ProtocolError as exc:  # what the learner's code returned cannot be sent
+            send(conn, {"error": {"type": "ValueError", "where": [], "not_implemented": False,
+                                  "message": f"the result could not be sent back: {exc}"},
+                        "seconds": reply["seconds"]})
+
+
+def _flush() -> None:
+    """Push what the learner printed from Python's buffers into the captured file."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - the learner may have replaced or closed it
+            pass
+
+
+def _hide_the_grader() -> None:
+    """Take the grader's modules out of reach by name: ``import probes``, ``sys.modules``
+    and ``import __main__`` (this file) no longer lead to them."""
+    for name in ("probes", "protocol", "isolation", "scaffolds", "__main__"):
+        sys.modules.pop(name, None)
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != HERE]
 
 
 def _warm_up() -> None:
@@ -294,55 +329,107 @@ def _warm_up() -> None:
     torch.nn.functional.linear(x, torch.ones(4, 2)).softmax(-1).sum().backward()
 
 
-def _kill_user(uid: int) -> None:
-    """End every process of ``uid``: what a submission left behind (setsid escapes its group)."""
+def _parents() -> dict[int, int]:
+    """Every process this zygote can see -> its parent."""
+    found = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
-            with open(f"/proc/{entry}/status") as status:
-                line = next(x for x in status if x.startswith("Uid:"))
-            if int(line.split()[1]) == uid:
-                os.kill(int(entry), signal.SIGKILL)
-        except (OSError, StopIteration, ValueError):
-            pass
+            with open(f"/proc/{entry}/stat") as stat:
+                found[int(entry)] = int(stat.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
+class Zygote:
+    """The children it forked, and the commands it takes on stdin."""
+
+    def __init__(self, scratch: str) -> None:
+        self.scratch = scratch
+        self.children: set[int] = set()
+
+    def collect(self) -> None:
+        """Wait for whatever child has ended, and remove its fallback folder."""
+        while self.children:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                self.children.clear()
+                return
+            if pid == 0:
+                return
+            self.children.discard(pid)
+            shutil.rmtree(os.path.join(self.scratch, f"submission-{pid}"), ignore_errors=True)
+
+    def reap(self, seconds: float = 10.0) -> bool:
+        """End every stage process and wait until each is gone.
+
+        With namespaces a child is only a parent waiting for its stage process (process 1 of
+        the PID namespace): that one is killed, the kernel kills the rest of its namespace,
+        and the child exits once the namespace is empty. A child with no process below it
+        (the plain fallback, or one whose stage process has ended) is killed itself. So an
+        empty ``children`` means nothing of the learner is left.
+        """
+        deadline = time.monotonic() + seconds
+        while self.children and time.monotonic() < deadline:
+            parents = _parents()
+            below = {ppid for pid, ppid in parents.items() if ppid in self.children}
+            for pid, ppid in parents.items():
+                if ppid in self.children:
+                    _kill(pid)
+            for pid in self.children - below:
+                _kill(pid)
+            self.collect()
+            if self.children:
+                time.sleep(0.002)
+        shutil.rmtree(self.scratch, ignore_errors=True)  # the fallback's folders, if any
+        os.makedirs(self.scratch, mode=0o711, exist_ok=True)
+        return not self.children
+
+    def command(self, line: list[str]) -> bool:
+        """Obey one command; False to stop."""
+        if line == ["exit"]:
+            return False
+        if len(line) == 2 and line[0] == "kill" and line[1].isdigit():
+            _kill(int(line[1]))
+        elif line == ["reap"]:
+            print("reaped" if self.reap() else "reap-failed", flush=True)
+        return True
+
+    def stop(self) -> None:
+        self.reap(seconds=1.0)
+        os._exit(0)  # nothing to tidy: skipping torch's interpreter teardown saves ~0.5 s
 
 
 def zygote(socket_path: str, scratch: str) -> None:
     _warm_up()
+    try:  # when memory runs out, a learner's process goes, not the grader's (children undo it)
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("-1000")
+    except OSError:
+        pass
     os.makedirs(scratch, mode=0o711, exist_ok=True)  # children may pass, not list
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(socket_path)
     listener.listen(16)
-    children: set[int] = set()
+    state = Zygote(scratch)
     print("ready", flush=True)
     stdin = sys.stdin.buffer
     pending = b""
     while True:
         readable, _, _ = select.select([listener, stdin], [], [], 0.5)
-        while children:  # reap whatever has ended
-            try:
-                pid, _ = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                break
-            children.discard(pid)
-            shutil.rmtree(os.path.join(scratch, f"submission-{pid}"), ignore_errors=True)
+        state.collect()
         if stdin in readable:
             data = os.read(stdin.fileno(), 65536)  # every command that arrived, not one line
             if not data:
-                return _stop(children)
+                return state.stop()
             pending += data
             *lines, pending = pending.split(b"\n")
             for raw in lines:
-                line = raw.decode(errors="replace").split()
-                if line == ["exit"]:
-                    return _stop(children)
-                if len(line) == 2 and line[1].isdigit() and line[0] == "kill":
-                    _kill(int(line[1]))
-                elif len(line) == 2 and line[1].isdigit() and line[0] == "killuid":
-                    _kill_user(int(line[1]))
+                if not state.command(raw.decode(errors="replace").split()):
+                    return state.stop()
         if listener in readable:
             conn, _ = listener.accept()
             pid = os.fork()
@@ -356,20 +443,14 @@ def zygote(socket_path: str, scratch: str) -> None:
                     code = 1
                 os._exit(code)
             conn.close()
-            children.add(pid)
+            state.children.add(pid)
 
-
-def _stop(children: set[int]) -> None:
-    for pid in children:
-        _kill(pid)
-    os._exit(0)  # nothing to tidy: skipping torch's interpreter teardown saves ~0.5 s
 
 def _kill(pid: int) -> None:
-    for kill in (os.killpg, os.kill):
-        try:
-            kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def main() -> None:
