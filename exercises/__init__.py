@@ -16,5 +16,7 @@ Then see your code on real data (GPT-2's tokenizer, GloVe word vectors, a figure
     python -m exercises.explore --figure explore.png
 
 tokenizer.py, vectors.py, explore.py and stages.py are given code: read them, no need to
-change them. This file imports nothing, so importing one module stays cheap.
+change them. rules.py is the grader's own checker of the rules at the top of embeddings.py:
+``python -m exercises.rules`` runs it on your files. This file imports nothing, so importing
+one module stays cheap.
 """

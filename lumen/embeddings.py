@@ -9,6 +9,24 @@ Companion code for the chapter "The Embedding Layer". Read top to bottom:
 4. ``expected_dot_std``: why the rows start small.
 
 Shapes use V for the vocabulary size and d for the embedding width (d_model).
+
+Rules: the grader reads your source. Two stages ask you to write by hand what PyTorch already
+has, so their built-ins are banned anywhere in your three files (embeddings.py, params.py,
+gpt2.py), helpers included: stage 'embedding' bans nn.Embedding, F.embedding, torch.embedding,
+F.embedding_bag and nn.EmbeddingBag; stage 'onehot' bans F.one_hot. Your code runs inside the
+grader's process, next to the code that watches which torch functions run, so these are
+refused anywhere in your three files too, being what code would need to get around that watch
+or rewrite what the grader sees: eval, exec, compile, __import__ and importlib; a getattr,
+setattr or delattr whose name is not a plain string, vars, globals, locals and __dict__; gc,
+inspect, ctypes, sys.modules and sys._getframe, frames and code objects (f_back, f_locals,
+f_globals, tb_frame, __code__, __closure__, __globals__); threads and processes (threading,
+concurrent, multiprocessing, subprocess, os); torch's internals (torch._C, torch.ops,
+torch.library, torch.overrides, torch.jit, torch.utils); open; and importing modules other
+than math, torch and a few from the standard library (rules.py lists them). Only the two
+"written by hand" tests depend on this; every other test looks at what your code computes.
+Comments, strings and an ``if __name__ == "__main__":`` block are not read, so a self-check
+against F.one_hot may live there. ``python -m exercises.rules`` checks your files as the
+grader does, and so do the visible tests.
 """
 
 from __future__ import annotations
@@ -89,7 +107,9 @@ class Embedding(nn.Module):
     """A learned lookup table: row ``i`` of ``weight`` is the vector for token ``i``.
 
     Equivalent to ``nn.Embedding``, written out so that nothing is hidden: the whole layer is a
-    V x d ``nn.Parameter`` and the forward pass is ``weight[ids]``.
+    V x d ``nn.Parameter`` and the forward pass is ``weight[ids]``. Stage 'embedding' bans
+    nn.Embedding, F.embedding, torch.embedding, F.embedding_bag and nn.EmbeddingBag anywhere in
+    your files (see "Rules" at the top of this file): write the lookup yourself.
 
     Args:
         vocab_size: V, the number of tokens (rows).
@@ -149,7 +169,8 @@ class Embedding(nn.Module):
         ### END SOLUTION
 
     def forward(self, ids: Tensor) -> Tensor:
-        """Look up the rows of ``weight`` for ``ids``.
+        """Look up the rows of ``weight`` for ``ids``, by indexing ``self.weight`` yourself (no
+        F.embedding: see "Rules" at the top of this file).
 
         Args:
             ids: integer token ids of any shape ``(...)``, each in ``[0, vocab_size)``.
@@ -176,6 +197,9 @@ class Embedding(nn.Module):
 
 def one_hot(ids: Tensor, num_classes: int, dtype: torch.dtype = torch.float32) -> Tensor:
     """One-hot encode ``ids``: a 1 at each id's position, zeros elsewhere.
+
+    Build the vectors yourself: stage 'onehot' bans F.one_hot anywhere in your files, helpers
+    included (see "Rules" at the top of this file).
 
     Args:
         ids: integer token ids of any shape ``(...)``, each in ``[0, num_classes)``.

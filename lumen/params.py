@@ -3,6 +3,8 @@
 The embedding table grows with V x d, the blocks with N x d^2, so the table is a large share
 of a small model and a small share of a large one. Run ``python -m lumen.params gpt2 --untied``
 to see the split as a table.
+
+The grader reads this file too: the rules at the top of embeddings.py apply to it.
 """
 
 from __future__ import annotations
@@ -141,7 +143,9 @@ def main(argv: list[str] | None = None) -> None:
         parser.add_argument(f"--{name.replace('_', '-')}", type=int, help=f"override {name}")
     args = parser.parse_args(argv)
     shape = {k: v for k, v in PRESETS[args.preset].items() if k != "n_heads"}
-    shape.update({k: getattr(args, k) for k in shape if getattr(args, k) is not None})
+    overrides = {"vocab_size": args.vocab_size, "d_model": args.d_model,
+                 "n_layers": args.n_layers, "n_ctx": args.n_ctx}  # named, not getattr(args, k)
+    shape.update({k: v for k, v in overrides.items() if v is not None})
     count = count_params(**shape, tied=not args.untied)
     described = ", ".join(f"{k}={v}" for k, v in shape.items())
     tying = "untied" if args.untied else "tied"

@@ -33,8 +33,9 @@ EXERCISES = ROOT / "exercises"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"  # matched `in line`, as nbgrader does
 #: lumen files with solution regions: what learners write and submit.
 STUBBED: tuple[str, ...] = stages.SUBMISSION_FILES
-#: lumen files learners get as they are: the tools to run their code on real data.
-COPIED: tuple[str, ...] = ("stages.py", "tokenizer.py", "vectors.py", "explore.py")
+#: lumen files learners get as they are: the tools to run their code on real data, and the
+#: checker of the source rules (rules.py), the very one the hidden grader runs on submissions.
+COPIED: tuple[str, ...] = ("stages.py", "tokenizer.py", "vectors.py", "explore.py", "rules.py")
 LINE_LENGTH = 100  # pyproject.toml's [tool.ruff] line-length
 
 STUB_HEADER = """\
@@ -66,7 +67,9 @@ Then see your code on real data (GPT-2's tokenizer, GloVe word vectors, a figure
     python -m exercises.explore --figure explore.png
 
 tokenizer.py, vectors.py, explore.py and stages.py are given code: read them, no need to
-change them. This file imports nothing, so importing one module stays cheap.
+change them. rules.py is the grader's own checker of the rules at the top of embeddings.py:
+``python -m exercises.rules`` runs it on your files. This file imports nothing, so importing
+one module stays cheap.
 """
 '''
 

@@ -1,15 +1,23 @@
 """Hidden tests, stage 'embedding': the Embedding module is a V x d Parameter and a row lookup.
 
-Compared with lumen on fresh seeded inputs; exact (torch.equal) because a lookup does no
-arithmetic. Every failure says what was expected and the likely mistake, in the chapter's words.
+Compared with ``weight[ids]`` (PyTorch's own lookup, computed here) on fresh seeded inputs;
+exact (torch.equal) because a lookup does no arithmetic. The learner's Embedding runs with the
+init stage's functions (reset_parameters, scale_output) replaced by public scaffolds
+(``autograder/sandboxed/scaffolds.py``), never the reference solution. Every failure says
+what was expected and the likely mistake, in the chapter's words.
+
+Every point is earned by values the learner's code computes on fresh inputs; what its process
+reports about itself (the weight's type, the recorded calls) only picks the message. The one
+exception is the built-in ban, judged from the submitted source as well (``autograder/
+bans.py``), outside the learner's reach.
 """
 
 from __future__ import annotations
 
-import ast
-
 import torch
+import torch.nn.functional as F
 
+from autograder import bans, values
 from autograder.feedback import (
     Mistake,
     expect_error,
@@ -18,7 +26,7 @@ from autograder.feedback import (
     unwrap,
     unwrap_meta,
 )
-from lumen import embeddings as ref
+from autograder.sandboxed.scaffolds import SCALE_FACTOR
 
 STAGE = "embedding"
 MODULE = "embeddings"
@@ -27,32 +35,64 @@ SHAPES = {(): "a single id (0-D)", (7,): "a sequence (1-D)", (3, 5): "a batch (2
 
 
 def _reference(weight: torch.Tensor, ids: torch.Tensor, scale: bool = False) -> torch.Tensor:
-    layer = ref.Embedding(weight.shape[0], weight.shape[1], scale=scale)
-    with torch.no_grad():
-        layer.weight.copy_(weight)
-    return layer.to(weight.dtype)(ids).detach()
+    """What the learner's forward must return: ``weight[ids]``, through PyTorch's own lookup,
+    then the scaffold's ``scale_output``: times SCALE_FACTOR when ``scale`` (stage 'init',
+    graded on its own, owns the real sqrt(d_model) scaling)."""
+    rows = F.embedding(ids.long(), weight)  # (..., d), in weight's dtype
+    return rows * SCALE_FACTOR if scale else rows
 
 
-def test_weight_is_a_parameter(learner, seed):
-    """weight is a registered nn.Parameter of shape (vocab_size, d_model)"""
-    V, d = 11, 6
-    built = unwrap(learner.call("embedding_build", seed=seed, vocab_size=V, d_model=d),
-                   f"Embedding({V}, {d})", MODULE)
-    if not built["has_weight"]:
-        raise Mistake("your Embedding has no attribute `weight`: the whole layer is the V x d "
-                      "matrix self.weight")
-    if built["weight_type"] != "Parameter" or not built["registered"]:
-        raise Mistake(
-            f"self.weight is a {built['weight_type']} that .parameters() does not list: wrap it "
+def _not_a_parameter(facts: dict, V: int, d: int, seen: str) -> Mistake:
+    """Why values say the weight is not a registered (V, d) Parameter, by what it reports."""
+    if not facts["has_weight"]:
+        return Mistake("your Embedding has no attribute `weight`: the whole layer is the V x d "
+                       "matrix self.weight")
+    if facts["weight_type"] != "Parameter" or not facts["registered"]:
+        return Mistake(
+            f"self.weight is a {facts['weight_type']} that .parameters() does not list: wrap it "
             "in nn.Parameter(...) so that optimisers, .to() and state_dict see it "
-            f"(parameters found: {[p[0] for p in built['parameters']] or 'none'})"
+            f"(parameters found: {[p[0] for p in facts['parameters']] or 'none'})"
         )
-    shape = tuple(built["weight"].shape)
+    shape = tuple(facts["shape"] or ())
     if shape != (V, d):
-        raise Mistake(f"weight has shape {shape}, expected (vocab_size, d_model) = {(V, d)}: "
-                      "one row per token, d numbers per row")
-    if not built["requires_grad"]:
-        raise Mistake("weight does not require grad: the table is learned, it must get gradients")
+        return Mistake(f"weight has shape {shape}, expected (vocab_size, d_model) = {(V, d)}: "
+                       "one row per token, d numbers per row")
+    if not facts["requires_grad"]:
+        return Mistake("weight does not require grad: the table is learned, it must get "
+                       "gradients")
+    return Mistake(f"Embedding({V}, {d}): {seen}: self.weight must be one registered "
+                   "nn.Parameter of shape (vocab_size, d_model), nothing else")
+
+
+def test_weight_is_a_parameter(learner, seed, gen):
+    """weight is a registered nn.Parameter of shape (vocab_size, d_model)
+
+    Earned by values: a fresh (V, d) matrix W loaded with load_state_dict({"weight": W}) must
+    be what the Parameter registered as "weight" holds, a gradient must reach its .grad and one
+    SGD step over layer.parameters() must move it to W - lr * grad."""
+    V, d, lr = 11, 6, 0.5
+    W = torch.randn(V, d, generator=gen)
+    ids = torch.randint(0, V, (3, 4), generator=gen)
+    grad = torch.randn(3, 4, d, generator=gen)
+    reply = unwrap(learner.call("embedding_parameter", seed=seed, vocab_size=V, d_model=d,
+                                weight=W, ids=ids, grad=grad, lr=lr), f"Embedding({V}, {d})",
+                   MODULE)
+    loaded = reply["load"]
+    if isinstance(loaded, dict) and "error" in loaded:
+        raise _not_a_parameter(reply, V, d, "load_state_dict({'weight': W}) raised "
+                               f"{loaded['error']}: {loaded['message']}")
+    trained = reply.get("trained")
+    if not isinstance(trained, dict) or "error" in trained:
+        raise _not_a_parameter(reply, V, d, "named_parameters() has no 'weight' to train")
+    summed = torch.zeros(V, d).index_add_(0, ids.flatten(), grad.reshape(-1, d))
+    if not values.close(trained["rows"], W[ids], rtol=0):
+        raise _not_a_parameter(reply, V, d, "after load_state_dict({'weight': W}) the "
+                               "Parameter registered as 'weight' does not hold W")
+    if not values.close(trained["grad"], summed, rtol=1e-6):
+        raise _not_a_parameter(reply, V, d, "no gradient reached the Parameter's .grad")
+    if not values.close(trained["after"], W - lr * summed, rtol=1e-6):
+        raise _not_a_parameter(reply, V, d, "one SGD step over layer.parameters() did not "
+                               "move the Parameter registered as 'weight'")
 
 
 def test_lookup_every_shape(learner, seed, gen, devices):
@@ -108,7 +148,8 @@ def test_out_of_range_ids_are_refused(learner, seed, gen):
     cases = [(-1, "a negative id (-1): plain indexing would silently return the last row"),
              (-V, f"a negative id (-{V}): plain indexing would silently return row 0"),
              (V, f"id {V}, one past the last row (ids go from 0 to {V - 1})")]
-    cases.append((V + 3, "a single id (a 0-D tensor) past the last row"))
+    past = V + int(torch.randint(1, 40, (), generator=gen))  # this run's own
+    cases.append((past, "a single id (a 0-D tensor) past the last row"))
     for n, (bad, why) in enumerate(cases):
         ids = torch.randint(0, V, (2, 4), generator=gen)
         ids[1, int(torch.randint(0, 4, (1,), generator=gen))] = bad
@@ -189,7 +230,9 @@ def test_scale_is_applied_once(learner, seed, gen):
     V, d = 12, 16
     weight = torch.randn(V, d, generator=gen)
     ids = torch.randint(0, V, (5,), generator=gen)
-    expected = _reference(weight, ids, scale=True)
+    # scale_output here is the scaffold's, x * SCALE_FACTOR (3, not sqrt(16) = 4): a forward
+    # that scales by itself shows, whether or not it also calls scale_output.
+    rows, expected = _reference(weight, ids), _reference(weight, ids, scale=True)
     outcome = learner.call("embedding_forward", seed=seed, vocab_size=V, d_model=d,
                            weight=weight, ids=ids, scale=True)
     what = f"Embedding({V}, {d}, scale=True)(ids)"
@@ -198,46 +241,38 @@ def test_scale_is_applied_once(learner, seed, gen):
         raise Mistake(f"{what} is scaled by sqrt(d_model) twice: forward returns the looked-up "
                       "rows through self.scale_output(...), which does the scaling; do not "
                       "scale in forward yourself")
+    if torch.allclose(out, rows * d**0.5):
+        raise Mistake(f"{what} scales by sqrt(d_model) in forward itself: return the looked-up "
+                      "rows through self.scale_output(rows), which does the scaling (and is "
+                      "graded on its own, in stage 'init')")
+    if torch.equal(out, rows):
+        raise Mistake(f"{what} returned the rows unscaled: forward must return them through "
+                      "self.scale_output(rows), which applies the scaling when scale=True")
     if not torch.equal(out, expected):
         raise Mistake(f"{what}: differs from scale_output(weight[ids]) "
                       f"{first_difference(out, expected)}")
 
 
-BUILTINS = {"embedding", "Embedding", "embedding_bag", "EmbeddingBag"}
-
-
-def _static_uses(source: str) -> set[str]:
-    """Names of torch's embedding built-ins referenced in the learner's code (not in comments)."""
-    found = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Attribute) and node.attr in BUILTINS:
-            found.add(f"{ast.unparse(node)}")
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("torch"):
-            found |= {f"from {node.module} import {a.name}" for a in node.names
-                      if a.name in BUILTINS}
-    return found
-
-
 def test_no_builtin_embedding(learner, seed, gen, grading):
-    """the lookup is written by hand: no nn.Embedding, no F.embedding"""
+    """the lookup is written by hand: no nn.Embedding, no F.embedding
+
+    Passes only when (1) forward returns weight[ids] on fresh inputs, (2) the submitted files,
+    read here with lumen/rules.py, use none of torch's embedding built-ins in live code and none
+    of the refused constructs that could hide a call from the grader, and (3) the recorder in
+    the learner's process saw no embedding operator run, in any thread. (2) is out of the
+    learner's reach; (3) can only add a finding, never earn the point (``autograder/bans.py``).
+    """
     V, d = 8, 3
     weight = torch.randn(V, d, generator=gen)
     ids = torch.randint(0, V, (4,), generator=gen)
     outcome = learner.call("embedding_forward", seed=seed, vocab_size=V, d_model=d,
-                           weight=weight, ids=ids)
+                           weight=weight, ids=ids, watch=True)
     what = f"Embedding({V}, {d})(ids)"
     result = unwrap(outcome, what, MODULE)
     out = expect_tensor(result["out"], what)
     if not isinstance(out, torch.Tensor) or not torch.equal(out, _reference(weight, ids)):
         raise Mistake(f"{what} does not return weight[ids] yet (see the lookup check), so "
                       "there is no lookup to judge here")
-    used = sorted(set(result["calls"]) & BUILTINS)
-    try:
-        static = _static_uses(grading.files.get(f"{MODULE}.py", ""))
-    except SyntaxError:
-        static = set()
-    if used or static:
-        found = ", ".join(sorted({*used, *static}))
-        raise Mistake(f"your Embedding uses PyTorch's own embedding ({found}): the point of the "
-                      "stage is that the layer is just a matrix and forward is weight[ids]; "
-                      "write that lookup yourself")
+    bans.judge(grading.files, STAGE, result,
+               "your Embedding uses PyTorch's own embedding: the point of the stage is that the "
+               "layer is just a matrix and forward is weight[ids]; write that lookup yourself")

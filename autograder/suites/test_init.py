@@ -1,10 +1,20 @@
 """Hidden tests, stage 'init': why the numbers start small (and not at zero).
 
 The learner's ``Embedding.reset_parameters``, ``scale_output``, ``expected_dot_std`` and
-``GPT2.init_weights`` run with every other stage's functions taken from lumen. Random draws
-cannot be compared with lumen's number for number (a correct solution may draw in another
-order), so the statistical checks compare sample statistics with the chapter's standard
-deviations, with tolerances derived from the sample size (see ``_misfit``); the rest is exact.
+``GPT2.init_weights`` run with every other stage's functions replaced by public scaffolds
+(``autograder/sandboxed/scaffolds.py``), never the reference solution; its tie_weights copies
+instead of tying, which the untied models graded here never see. Random draws cannot be
+compared with lumen's number for number (a correct solution may draw in another order), so the
+statistical checks compare sample statistics with the chapter's standard deviations, with
+tolerances derived from the sample size (see ``_misfit``); the rest is exact.
+
+The statistics are those of VALUES the learner's layer computes, never of what its process
+says about itself: every weight comes with the same weight after one SGD step over the
+layer's ``parameters()`` on a gradient chosen here, which must be ``weight - lr * grad``
+(numbers made up for the reply, or a Parameter the optimiser does not hold, fail that); a
+reset is judged by the rows forward returns, moved by an optimiser built before it; GPT-2's
+state_dict must give the logits its model computed. The reported facts (``same_object``) only
+pick the message.
 """
 
 from __future__ import annotations
@@ -13,6 +23,7 @@ import math
 
 import torch
 
+from autograder import values
 from autograder.feedback import Mistake, expect_tensor, unwrap
 from lumen import gpt2 as ref
 
@@ -22,6 +33,7 @@ V, D = 500, 64  # 32,000 draws per table: a sample std within 2.4% of the true o
 CONFIG = {"vocab_size": 97, "n_ctx": 16, "d_model": 32, "n_layers": 2, "n_heads": 4,
           "tie_weights": False}  # untied, so that lm_head's own initialisation is seen too
 RESET = "with torch.no_grad(): self.weight.normal_(0.0, std)"
+LR = 0.5  # the SGD step that ties a reported weight to the layer's own Parameter
 
 
 def _misfit(t: torch.Tensor, std: float) -> str | None:
@@ -51,18 +63,39 @@ def _near(t: torch.Tensor, std: float) -> bool:
     return abs(float(x.std()) - std) <= 6 * std / math.sqrt(2 * x.numel())
 
 
-def _weight(learner, seed: int, what: str, **kwargs) -> torch.Tensor:
-    """The weight of the learner's ``Embedding(V, D, **kwargs)`` after construction."""
-    built = unwrap(learner.call("embedding_init", seed=seed, vocab_size=V, d_model=D, **kwargs),
-                   what, MODULE)
-    return expect_tensor(built["weight"], f"{what}.weight", like=torch.empty(V, D))
+def _trained(after: object, weight: torch.Tensor, grad: torch.Tensor, what: str) -> None:
+    """``after`` must be ``weight`` moved by one SGD step on ``grad``: the numbers the probe
+    reported are then the Parameter that layer.parameters() trains."""
+    if isinstance(after, dict) and "error" in after:
+        raise Mistake(f"{what}: one SGD step over layer.parameters() raised {after['error']}: "
+                      f"{after['message']}")
+    expected = weight - LR * grad
+    if not values.close(after, expected, rtol=1e-5):
+        where = values.first_gap(after, expected, 1e-5) if isinstance(after, torch.Tensor) else ""
+        raise Mistake(f"{what}: after one SGD step over layer.parameters(), self.weight is not "
+                      f"weight - lr * grad {where}: the weight must be the layer's one "
+                      "registered Parameter, refilled in place")
 
 
-def test_reset_parameters_uses_std(learner, seed):
+def _weight(learner, seed: int, gen: torch.Generator, what: str, vocab_size: int = V,
+            d_model: int = D, **kwargs) -> torch.Tensor:
+    """The weight of the learner's ``Embedding(vocab_size, d_model, **kwargs)`` after
+    construction, shown to be the layer's trained Parameter (``_trained``)."""
+    grad = torch.randn(vocab_size, d_model, generator=gen)
+    built = unwrap(learner.call("embedding_init", seed=seed, vocab_size=vocab_size,
+                                d_model=d_model, grad=grad, lr=LR, **kwargs), what, MODULE)
+    weight = expect_tensor(built["weight"], f"{what}.weight",
+                           like=torch.empty(vocab_size, d_model))
+    _trained(built["after"], weight, grad, what)
+    return weight
+
+
+def test_reset_parameters_uses_std(learner, seed, gen):
     """reset_parameters draws the rows from N(0, std^2) with the layer's own std"""
-    for std in (0.02, 0.3):
+    fresh = round(0.25 + 0.35 * float(torch.rand((), generator=gen)), 4)  # neither 1 nor 1/8
+    for std in (0.02, fresh):
         what = f"Embedding({V}, {D}, std={std})"
-        weight = _weight(learner, seed, what, std=std)
+        weight = _weight(learner, seed, gen, what, std=std)
         problem = _misfit(weight, std)
         if problem is None:
             continue
@@ -75,13 +108,11 @@ def test_reset_parameters_uses_std(learner, seed):
         raise Mistake(f"{what}.weight {problem}: draw each entry from N(0, std^2): {RESET}")
 
 
-def test_std_none_means_inverse_sqrt_d(learner, seed):
+def test_std_none_means_inverse_sqrt_d(learner, seed, gen):
     """std=None means 1/sqrt(d_model), and std=0.0 is a std (all zeros), not 'no std'"""
     for vocab, d in ((V, D), (2000, 16)):  # two widths: 1/sqrt(d) must follow d
         what = f"Embedding({vocab}, {d}, std=None)"
-        built = unwrap(learner.call("embedding_init", seed=seed, vocab_size=vocab, d_model=d,
-                                    std=None), what, MODULE)
-        weight = expect_tensor(built["weight"], f"{what}.weight", like=torch.empty(vocab, d))
+        weight = _weight(learner, seed, gen, what, vocab, d, std=None)
         expected = 1 / math.sqrt(d)
         problem = _misfit(weight, expected)
         if problem is None:
@@ -96,7 +127,7 @@ def test_std_none_means_inverse_sqrt_d(learner, seed):
         raise Mistake(f"{what}.weight {problem}: {hint}std=None means 1/sqrt(d_model) = "
                       f"1/sqrt({d}) = {expected:.4g}, the scale some models use instead of 0.02")
     what = f"Embedding({V}, {D}, std=0.0)"
-    weight = _weight(learner, seed, what, std=0.0)
+    weight = _weight(learner, seed, gen, what, std=0.0)
     if bool(weight.any()):
         raise Mistake(
             f"{what}.weight is not all zeros (largest entry {float(weight.abs().max()):.4g}): "
@@ -105,13 +136,11 @@ def test_std_none_means_inverse_sqrt_d(learner, seed):
         )
 
 
-def test_rows_are_not_identical(learner, seed):
+def test_rows_are_not_identical(learner, seed, gen):
     """the initial rows all differ: random, not zero, so that symmetry is broken"""
     vocab, d = 50, 8
     what = f"Embedding({vocab}, {d}, std=0.02)"
-    built = unwrap(learner.call("embedding_init", seed=seed, vocab_size=vocab, d_model=d,
-                                std=0.02), what, MODULE)
-    weight = expect_tensor(built["weight"], f"{what}.weight", like=torch.empty(vocab, d))
+    weight = _weight(learner, seed, gen, what, vocab, d, std=0.02)
     distinct = torch.unique(weight.detach(), dim=0).shape[0]
     if distinct < vocab:
         kind = "all zeros" if not bool(weight.any()) else f"only {distinct} distinct rows"
@@ -122,23 +151,35 @@ def test_rows_are_not_identical(learner, seed):
         )
 
 
-def test_reset_refills_in_place(learner, seed):
-    """reset_parameters refills the existing Parameter in place (the same object, new values)"""
+def test_reset_refills_in_place(learner, seed, gen):
+    """reset_parameters refills the existing Parameter in place (the same object, new values)
+
+    Earned by values: an SGD optimiser is built on layer.parameters() before the reset; the
+    rows forward returns after it must fit N(0, std^2), and the optimiser's step must move
+    them (it holds the old Parameter: a new one is out of its reach)."""
     std = 0.05
     what = f"reset_parameters() on an Embedding({V}, {D}, std={std}) whose weight is all 7s"
-    result = unwrap(learner.call("embedding_reset", seed=seed, vocab_size=V, d_model=D, std=std),
-                    what, MODULE)
-    if not result["same_object"]:
-        raise Mistake(
-            f"{what}: self.weight is a new Parameter afterwards. Refill the existing one in "
-            f"place ({RESET}): an optimiser, or a tied lm_head, holds the old Parameter and "
-            "would never see the new values"
-        )
-    weight = expect_tensor(result["weight"], f"{what}: weight", like=torch.empty(V, D))
-    if bool((weight == 7).all()):
+    ids = torch.randperm(V, generator=gen)  # every row once, in a fresh order
+    grad = torch.randn(V, D, generator=gen)
+    result = unwrap(learner.call("embedding_reset", seed=seed, vocab_size=V, d_model=D, std=std,
+                                 ids=ids, grad=grad, lr=LR), what, MODULE)
+    rows = expect_tensor(result["rows"], f"{what}: the rows", like=torch.empty(V, D))
+    if bool((rows == 7).all()):
         raise Mistake(f"{what}: the weight is still all 7s: reset_parameters must refill it "
                       f"in place, {RESET}")
-    problem = _misfit(weight, std)
+    after = result["after"]
+    moved = not (isinstance(after, dict) and "error" in after) and values.close(
+        after, rows - LR * grad, rtol=1e-5)
+    if not moved:
+        if not result["same_object"] or values.close(after, rows, rtol=1e-6):
+            raise Mistake(
+                f"{what}: self.weight is a new Parameter afterwards. Refill the existing one in "
+                f"place ({RESET}): an optimiser, or a tied lm_head, holds the old Parameter and "
+                "would never see the new values (an optimiser built before the reset did not "
+                "move the rows forward returns)"
+            )
+        _trained(after, rows, grad, what)
+    problem = _misfit(rows, std)
     if problem is not None:
         raise Mistake(f"{what}: the refilled weight {problem}: {RESET}")
 
@@ -168,9 +209,11 @@ def test_scale_output(learner, seed, gen):
                       f"{math.sqrt(d):.4g}")
 
 
-def test_expected_dot_std(learner, seed):
+def test_expected_dot_std(learner, seed, gen):
     """expected_dot_std is std^2 * sqrt(d): the spread of the dot product of two random rows"""
-    for std, d in ((0.02, 768), (0.1, 64), (0.5, 10), (2.0, 3)):
+    fresh = (round(0.05 + float(torch.rand((), generator=gen)), 4),  # a case of this run's own
+             int(torch.randint(2, 4096, (), generator=gen)))
+    for std, d in ((0.02, 768), (0.1, 64), (0.5, 10), (2.0, 3), fresh):
         expected = std**2 * math.sqrt(d)
         what = f"expected_dot_std({std}, {d})"
         result = unwrap(learner.call("expected_dot_std", seed=seed, std=std, d_model=d), what,
@@ -216,15 +259,25 @@ def _plan(config: dict) -> dict[str, tuple[str, float]]:
     return plan
 
 
-def _state(learner, seed: int) -> dict:
+def _state(learner, seed: int, gen: torch.Generator) -> dict:
+    """The state_dict of the learner's freshly built GPT2, shown to be the model's own: its
+    logits on fresh ids must be those of lumen's GPT2 holding that state."""
     what = "GPT2(vocab_size=97, n_ctx=16, d_model=32, n_layers=2, n_heads=4, untied)"
-    built = unwrap(learner.call("gpt2_build", seed=seed, config=CONFIG), what, "gpt2")
-    return built["state"]
+    ids = torch.randint(0, CONFIG["vocab_size"], (2, CONFIG["n_ctx"]), generator=gen)
+    built = unwrap(learner.call("gpt2_build", seed=seed, config=CONFIG, ids=ids, unscaled=True),
+                   what, "gpt2")
+    state = built["state"]
+    expected = values.logits(values.lumen_gpt2(CONFIG, state), ids)
+    if not values.close(built["logits"], expected):
+        raise Mistake(f"{what}: its logits do not follow from its own state_dict: init_weights "
+                      "must fill the model's registered parameters in place, not new tensors "
+                      "the layers do not use")
+    return state
 
 
-def test_gpt2_weight_stds(learner, seed):
+def test_gpt2_weight_stds(learner, seed, gen):
     """init_weights: wte 0.02, wpe 0.01, Linear 0.02, c_proj 0.02/sqrt(2 n_layers)"""
-    state = _state(learner, seed)
+    state = _state(learner, seed, gen)
     n_layers = CONFIG["n_layers"]
     for name, (kind, std) in _plan(CONFIG).items():
         if kind in ("a bias", "a LayerNorm scale"):
@@ -249,9 +302,9 @@ def test_gpt2_weight_stds(learner, seed):
         raise Mistake(f"after init_weights, {name} ({kind}) {problem}: {hint}")
 
 
-def test_gpt2_biases_and_layernorm(learner, seed):
+def test_gpt2_biases_and_layernorm(learner, seed, gen):
     """init_weights: every bias 0, every LayerNorm scale 1 and shift 0"""
-    state = _state(learner, seed)
+    state = _state(learner, seed, gen)
     for name, (kind, value) in _plan(CONFIG).items():
         if kind not in ("a bias", "a LayerNorm scale"):
             continue

@@ -4,12 +4,17 @@ Compared with lumen on fresh seeded inputs, exactly (torch.equal) in every dtype
 vector holds only zeros and ones, so the product adds exact zeros to one copied number and
 even float32 or bfloat16 has no rounding to forgive. Every failure says what was expected and
 the likely mistake, in the chapter's words.
+
+Every point is earned by the values (and the dtype, device and shape) the learner's code
+returns on fresh ids; the one exception is the F.one_hot ban, judged from the submitted source
+as well (``autograder/bans.py``), outside the learner's reach.
 """
 
 from __future__ import annotations
 
 import torch
 
+from autograder import bans
 from autograder.feedback import (
     Mistake,
     describe_error,
@@ -31,12 +36,13 @@ def _other_devices(devices: list[str]) -> list[str]:
 
 
 def _one_hot(learner, seed: int, ids: torch.Tensor, V: int, device: str = "cpu",
-             dtype: str | None = None) -> tuple[dict, str]:
-    """The learner's ``one_hot(ids, V[, dtype])`` on ``device``: (probe result, description)."""
+             dtype: str | None = None, watch: bool = False) -> tuple[dict, str]:
+    """The learner's ``one_hot(ids, V[, dtype])`` on ``device``: (probe result, description);
+    ``watch``: with the torch functions and ATen operators it ran."""
     asked = f", dtype=torch.{dtype}" if dtype else ""
     what = f"one_hot(ids of shape {tuple(ids.shape)}, num_classes={V}{asked}) on {device}"
     outcome = learner.call("one_hot", seed=seed, ids=ids, num_classes=V, dtype=dtype,
-                           device=device)
+                           device=device, watch=watch)
     return (unwrap_meta if device == "meta" else unwrap)(outcome, what, MODULE), what
 
 
@@ -91,19 +97,26 @@ def test_num_classes_is_given(learner, seed, gen):
         _check_rows(out, ids, V, what)
 
 
-def test_one_hot_written_by_hand(learner, seed, gen):
-    """one_hot builds the vectors itself: no F.one_hot"""
+def test_one_hot_written_by_hand(learner, seed, gen, grading):
+    """one_hot builds the vectors itself: no F.one_hot
+
+    Passes only when (1) one_hot gives the right vectors on fresh ids, (2) the submitted files,
+    read here with lumen/rules.py, name F.one_hot nowhere in live code and hold none of the
+    refused constructs that could hide a call from the grader, and (3) the recorder in the
+    learner's process saw no one_hot operator run, in any thread. (2) is out of the learner's
+    reach; (3) can only add a finding, never earn the point (``autograder/bans.py``).
+    """
     V = 10
     ids = torch.randint(0, V, (2, 4), generator=gen)
-    result, what = _one_hot(learner, seed, ids, V)
+    result, what = _one_hot(learner, seed, ids, V, watch=True)
     out = expect_tensor(result["out"], what, device="cpu")
     if tuple(out.shape) != (2, 4, V) or not torch.equal(out.double(), ref.one_hot(ids, V).double()):
         raise Mistake(f"{what} does not give the one-hot vectors yet (see the first check), so "
                       "there is nothing to judge here")
-    if "one_hot" in result["calls"]:
-        raise Mistake(f"{what} calls PyTorch's F.one_hot: the point of the stage is to build the "
-                      "vectors yourself, a row of zeros with a 1 at the id (torch.zeros plus "
-                      "scatter_, or a comparison with torch.arange(num_classes))")
+    bans.judge(grading.files, STAGE, result,
+               f"{what} calls PyTorch's F.one_hot: the point of the stage is to build the "
+               "vectors yourself, a row of zeros with a 1 at the id (torch.zeros plus "
+               "scatter_, or a comparison with torch.arange(num_classes))")
 
 
 def test_one_hot_dtype(learner, seed, gen):

@@ -1,11 +1,20 @@
 """Hidden tests, stage 'tying': one matrix for the embedding and the output layer.
 
 The learner's ``GPT2.tie_weights`` runs inside their GPT2, with every other stage's functions
-(Embedding, the initialisation) taken from lumen, on tiny configs so that a build takes
-milliseconds. Tied means ``lm_head.weight`` IS ``wte.weight``: the tests look at object
-identity, the parameter count, which matrix is kept, the logits ``h E^T`` and the initial loss,
-and whether the tie survives ``.to()`` and ``load_state_dict``. Every failure says what was
-expected and the likely mistake, in the chapter's words.
+(Embedding, the initialisation) replaced by public scaffolds (``autograder/sandboxed/
+scaffolds.py``: the lookup through F.embedding, GPT-2's standard deviations drawn uniformly),
+never the reference solution, on tiny configs so that a build takes milliseconds. Tied means
+``lm_head.weight`` IS ``wte.weight``: the tests look at object identity, the parameter count,
+which matrix is kept, the logits ``h E^T`` and the initial loss, and whether the tie survives
+``.to()`` and ``load_state_dict``. Every failure says what was expected and the likely
+mistake, in the chapter's words.
+
+Every point is earned by values, never by what the learner's process reports about itself:
+wte.weight is changed in place by a fresh ``delta`` and the logits must be h @ (E + delta)^T,
+the gradient must reach the one shared matrix from both its uses, one SGD step over
+``parameters()`` must move the model as lumen's tied model moves (``autograder/values.py``
+computes each expected value here, with lumen's GPT-2 holding the learner's weights). The
+facts a probe reports (same object, same storage, the parameter count) only pick the message.
 """
 
 from __future__ import annotations
@@ -14,8 +23,8 @@ import math
 
 import torch
 
+from autograder import values
 from autograder.feedback import Mistake, expect_tensor, unwrap
-from lumen import gpt2 as ref
 from lumen.params import count_params
 
 STAGE = "tying"
@@ -25,6 +34,8 @@ UNTIED = {**CONFIG, "tie_weights": False}
 # Square (V = d), so that a head tied to the transposed table still runs and can be named.
 SQUARE = {"vocab_size": 64, "n_ctx": 16, "d_model": 64, "n_layers": 2, "n_heads": 4}
 TIE = "self.lm_head.weight = self.wte.weight"
+DELTA = 0.05  # the in-place change of wte.weight, against entries of std 0.02: never missed
+LR, WEIGHT_DECAY = 0.5, 0.5  # one SGD step; the decay shows a matrix listed twice
 
 
 def _described(config: dict) -> str:
@@ -32,122 +43,173 @@ def _described(config: dict) -> str:
     return f"GPT2({shape}, tie_weights={config.get('tie_weights', True)})"
 
 
-def _reference_model(config: dict, seed: int) -> ref.GPT2:
-    """lumen's GPT2, built from ``seed`` without disturbing the grader's own random state."""
-    with torch.random.fork_rng(devices=[]):  # the CPU generator only: never start CUDA here
-        torch.manual_seed(seed)
-        return ref.GPT2(ref.GPT2Config(**config)).eval()
+def _ids(gen: torch.Generator, config: dict, batch: int = 2) -> torch.Tensor:
+    return torch.randint(0, config["vocab_size"], (batch, config["n_ctx"] // 2), generator=gen)
 
 
-def _reference_logits(config: dict, state: dict, ids: torch.Tensor, head: torch.Tensor,
-                      seed: int) -> torch.Tensor:
-    """lumen's logits with the learner's weights, but ``head`` as the output matrix."""
-    model = _reference_model({**config, "tie_weights": False}, seed)
-    model.load_state_dict({**state, "lm_head.weight": head}, strict=False)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # a model this small runs fastest on one thread (50x on busy CPUs)
-    try:
-        with torch.no_grad():
-            return model(ids)  # (B, T, V)
-    finally:
-        torch.set_num_threads(threads)
+def _delta(gen: torch.Generator, config: dict) -> torch.Tensor:
+    return torch.randn(config["vocab_size"], config["d_model"], generator=gen) * DELTA
 
 
-def _first_gap(got: torch.Tensor, expected: torch.Tensor) -> str:
-    """Where two logit tensors first differ beyond float32 noise, for a message."""
-    index = tuple(int(i) for i in torch.nonzero(~torch.isclose(got, expected, 1e-4, 1e-5))[0])
-    got, expected = got[index].item(), expected[index].item()
-    return f"at index {list(index)}: got {got:.6g}, expected {expected:.6g}"
+def _table(reply: dict, what: str, config: dict,
+           dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """wte.weight from the state the learner's model returned."""
+    like = torch.empty(config["vocab_size"], config["d_model"], dtype=dtype)
+    return expect_tensor(reply["state"]["wte.weight"], f"{what}: wte.weight", like=like)
 
 
-def test_tied_head_is_the_embedding(learner, seed):
-    """tied: lm_head.weight is wte.weight itself, the same nn.Parameter (not a copy, not a view)"""
+def _logits(reply: dict, what: str, facts: dict | None = None) -> object:
+    """The logits of a reply; a Mistake if forward raised (named when the head is transposed)."""
+    logits = reply["logits"]
+    if isinstance(logits, dict) and "error" in logits:
+        if _transposed(facts or reply):
+            raise _transposed_mistake(what, facts or reply)
+        raise Mistake(f"{what}: the forward pass raised {logits['error']}: {logits['message']}")
+    return logits
+
+
+def _transposed(facts: dict) -> bool:
     V, d = CONFIG["vocab_size"], CONFIG["d_model"]
-    what = _described(CONFIG)
-    facts = unwrap(learner.call("gpt2_build", seed=seed, config=CONFIG, state=False), what, MODULE)
-    if tuple(facts["head_shape"]) == (d, V):
-        raise Mistake(
-            f"{what}: lm_head.weight has shape {(d, V)}, the table transposed. nn.Linear stores "
-            f"its weight as (out, in) = (V, d), the same layout as wte.weight, so the logits "
-            f"h @ E.T need no transpose: {TIE}"
-        )
+    return tuple(facts["head_shape"]) == (d, V)
+
+
+def _transposed_mistake(what: str, facts: dict) -> Mistake:
+    d, V = facts["head_shape"]
+    return Mistake(
+        f"{what}: lm_head.weight has shape {(d, V)}, the table transposed. nn.Linear stores "
+        f"its weight as (out, in) = (V, d), the same layout as wte.weight, so the logits "
+        f"h @ E.T need no transpose: {TIE}"
+    )
+
+
+def _not_the_same_parameter(what: str, facts: dict, seen: str) -> Mistake:
+    """Why a tied model's values say its head is not wte.weight, by what it reports."""
+    if _transposed(facts):
+        return _transposed_mistake(what, facts)
     if not facts["head_is_param"]:
-        raise Mistake(f"{what}: lm_head.weight is not an nn.Parameter: tie with {TIE}")
-    if facts["same_object"]:
-        return
-    if facts["same_storage"]:
-        raise Mistake(
+        return Mistake(f"{what}: lm_head.weight is not an nn.Parameter: tie with {TIE}")
+    if facts["same_storage"] and not facts["same_object"]:
+        return Mistake(
             f"{what}: lm_head.weight shares wte.weight's numbers but is a second Parameter "
             "(.data sharing, or nn.Parameter(self.wte.weight)): parameters() counts the matrix "
-            "twice and .to() splits the two apart. Assign the Parameter itself: " + TIE
+            "twice, each Parameter gets its own gradient and .to() splits the two apart. "
+            f"Assign the Parameter itself: {TIE}"
         )
-    if facts["same_values"]:
-        raise Mistake(
+    if facts["same_values"] and not facts["same_object"]:
+        return Mistake(
             f"{what}: your tied head is a copy, not the same Parameter: lm_head.weight starts "
             "equal to wte.weight but is a different tensor, so the two drift apart as soon as "
             f"training updates them, and the V x d matrix is stored twice. Use {TIE}"
         )
-    raise Mistake(
-        f"{what}: lm_head.weight is not wte.weight (not even equal to it): with "
-        f"config.tie_weights=True the output layer must reuse the embedding's matrix: {TIE}"
-    )
+    if not facts["same_values"]:
+        return Mistake(
+            f"{what}: lm_head.weight is not wte.weight (not even equal to it): with "
+            f"config.tie_weights=True the output layer must reuse the embedding's matrix: {TIE}"
+        )
+    return Mistake(f"{what}: {seen}, so lm_head does not use wte.weight itself: {TIE}")
 
 
-def test_parameter_count(learner, seed):
-    """parameters() counts the shared matrix once: the totals of count_params, tied and untied"""
+def test_tied_head_is_the_embedding(learner, seed, gen):
+    """tied: lm_head.weight is wte.weight itself, the same nn.Parameter (not a copy, not a view)
+
+    Earned by values: wte.weight is changed in place by a fresh delta, then the logits must be
+    h @ (E + delta)^T (a copy keeps the old head) and wte.weight.grad must hold the gradient
+    of both uses of E (two Parameters sharing storage each get half)."""
+    what = _described(CONFIG)
+    ids, delta = _ids(gen, CONFIG), _delta(gen, CONFIG)
+    grad = torch.randn(*ids.shape, CONFIG["vocab_size"], generator=gen)
+    reply = unwrap(learner.call("gpt2_perturbed", seed=seed, config=CONFIG, ids=ids,
+                                delta=delta, grad=grad), what, MODULE)
+    logits = _logits(reply, what)
+    E = _table(reply, what, CONFIG)
+    expected, grads = values.logits_and_grads(
+        values.lumen_gpt2(CONFIG, reply["state"], wte=E + delta), ids, grad)
+    if not values.close(logits, expected):
+        raise _not_the_same_parameter(
+            what, reply, "after wte.weight changed in place, the logits did not follow it")
+    got = (reply.get("grads") or {}).get("wte.weight")
+    if not values.close(got, grads["wte.weight"], rtol=1e-3):
+        raise _not_the_same_parameter(
+            what, reply, "wte.weight.grad lacks the output layer's share of the gradient")
+
+
+def test_parameter_count(learner, seed, gen):
+    """parameters() counts the shared matrix once: the totals of count_params, tied and untied
+
+    Earned by values: one SGD step with weight decay over model.parameters() must move the
+    model exactly as it moves lumen's (a matrix listed twice is updated, and decayed, twice).
+    The reported count only names the mistake."""
     V, d = CONFIG["vocab_size"], CONFIG["d_model"]
     for config in (CONFIG, UNTIED):
         tied = config.get("tie_weights", True)
-        expected = count_params(V, d, config["n_layers"], config["n_ctx"], tied=tied).total
+        expected_count = count_params(V, d, config["n_layers"], config["n_ctx"], tied=tied).total
         what = _described(config)
-        facts = unwrap(learner.call("gpt2_build", seed=seed, config=config, state=False), what,
-                       MODULE)
-        got = facts["n_params"]
-        if got == expected:
+        ids, after = _ids(gen, config), _ids(gen, config)
+        grad = torch.randn(*ids.shape, V, generator=gen)
+        reply = unwrap(learner.call("gpt2_sgd_step", seed=seed, config=config, ids=ids,
+                                    grad=grad, ids_after=after, lr=LR, weight_decay=WEIGHT_DECAY),
+                       what, MODULE)
+        expected = values.logits_after_sgd(values.lumen_gpt2(config, reply["state"]), ids, grad,
+                                           after, LR, WEIGHT_DECAY)
+        if values.close(reply["logits"], expected):
             continue
-        if tied and got == expected + V * d:
+        got = reply["n_params"]
+        if tied and got == expected_count + V * d:
             raise Mistake(
-                f"{what} has {got:,} parameters, expected {expected:,} (count_params, tied): the "
-                f"V x d = {V * d:,} matrix is counted twice, because lm_head.weight is a second "
-                "Parameter (a copy, or .data sharing) rather than wte.weight itself. parameters() "
-                f"lists each Parameter object once, so a real tie is counted once: {TIE}"
+                f"{what} has {got:,} parameters, expected {expected_count:,} (count_params, "
+                f"tied): the V x d = {V * d:,} matrix is counted twice, because lm_head.weight "
+                "is a second Parameter (a copy, or .data sharing) rather than wte.weight itself. "
+                f"parameters() lists each Parameter object once, so a real tie is counted once: "
+                f"{TIE}"
             )
-        if not tied and got == expected - V * d:
+        if not tied and got == expected_count - V * d:
             raise Mistake(
-                f"{what} has {got:,} parameters, expected {expected:,} (count_params, untied): "
-                "the untied model still shares one matrix between wte and lm_head: tie only "
-                "when config.tie_weights is True"
+                f"{what} has {got:,} parameters, expected {expected_count:,} (count_params, "
+                "untied): the untied model still shares one matrix between wte and lm_head: "
+                "tie only when config.tie_weights is True"
             )
-        raise Mistake(f"{what} has {got:,} parameters, expected {expected:,} (count_params, "
-                      f"{'tied' if tied else 'untied'})")
+        if got != expected_count:
+            raise Mistake(f"{what} has {got:,} parameters, expected {expected_count:,} "
+                          f"(count_params, {'tied' if tied else 'untied'})")
+        raise Mistake(
+            f"{what}: after one SGD step over model.parameters() the logits differ from "
+            f"lumen's {values.first_gap(reply['logits'], expected)}: parameters() must list "
+            "every matrix once, the shared one included (one Parameter, one update)"
+        )
 
 
 def test_embedding_matrix_is_kept(learner, seed, gen):
-    """tying keeps the embedding's matrix: after the tie both layers hold wte's numbers"""
+    """tying keeps the embedding's matrix: after the tie both layers hold wte's numbers
+
+    Earned by values: the logits after the tie must be h @ table^T with the table as the
+    embedding too."""
     V, d = CONFIG["vocab_size"], CONFIG["d_model"]
     table = torch.randn(V, d, generator=gen) * 0.02
     head = torch.randn(V, d, generator=gen) * 0.02
+    ids = _ids(gen, CONFIG)
     what = "tie_weights() on a model whose wte and lm_head hold different matrices"
-    facts = unwrap(learner.call("gpt2_tie_direction", seed=seed, config=CONFIG, table=table,
-                                head=head), what, MODULE)
-    if facts["tied_before"]:
+    reply = unwrap(learner.call("gpt2_tie_direction", seed=seed, config=CONFIG, table=table,
+                                head=head, ids=ids), what, MODULE)
+    logits = _logits(reply, what)
+    state = reply["state"]
+    if values.close(logits, values.logits(values.lumen_gpt2(CONFIG, state, wte=table), ids)):
+        return
+    if reply["tied_before"]:
         raise Mistake(
             f"{what}: the model was built with config.tie_weights=False, yet lm_head already "
             "shared wte's matrix: tie only when config.tie_weights is True"
         )
-    if not facts["same_object"]:
-        raise Mistake(f"{what}: afterwards lm_head.weight is not wte.weight: tie with {TIE}")
-    shared = expect_tensor(facts["shared"], "the shared matrix", like=table)
-    if torch.equal(shared, head):
+    if values.close(logits, values.logits(values.lumen_gpt2(CONFIG, state, wte=head), ids)):
         raise Mistake(
             f"{what}: tied in the wrong direction: both layers now hold the output layer's "
             "matrix. self.wte.weight = self.lm_head.weight throws away the embedding's matrix "
             "(and its N(0, 0.02^2) initialisation); the embedding's matrix is the one kept: "
             + TIE
         )
-    if not torch.equal(shared, table):
-        raise Mistake(f"{what}: the shared matrix holds neither wte's nor lm_head's numbers: "
-                      f"keep the embedding's matrix as it is, {TIE}")
+    if not reply["same_object"]:
+        raise Mistake(f"{what}: afterwards lm_head.weight is not wte.weight: tie with {TIE}")
+    raise Mistake(f"{what}: the shared matrix holds neither wte's nor lm_head's numbers: "
+                  f"keep the embedding's matrix as it is, {TIE}")
 
 
 def test_tied_logits_and_initial_loss(learner, seed, gen):
@@ -159,7 +221,8 @@ def test_tied_logits_and_initial_loss(learner, seed, gen):
     built = unwrap(learner.call("gpt2_build", seed=seed, config=SQUARE, ids=ids), what, MODULE)
     logits = expect_tensor(built["logits"], f"{what}: the logits", like=torch.empty(B, T, V))
     # A fresh model knows nothing, so it should predict about uniformly: loss ln V. After ln_f,
-    # ||h||^2 = d, so with E's entries N(0, 0.02^2) each logit h . E_i is N(0, s^2) with
+    # ||h||^2 = d, so with E's entries of std 0.02 (the scaffold's init_weights draws them
+    # uniformly; a sum of d of them is as good as normal) each logit h . E_i is N(0, s^2) with
     # s = 0.02 sqrt(d) = 0.16: the expected loss is ln V + s^2/2 (ln V + 0.013), and the mean
     # over N = B (T - 1) = 120 tokens with independent random targets has a standard error of
     # about s / sqrt(N) = 0.015 (0.017 measured over 300 seeds, correlations included). We
@@ -174,13 +237,13 @@ def test_tied_logits_and_initial_loss(learner, seed, gen):
             "rescaled or transposed matrix, or one multiplied by sqrt(d_model)): tie the "
             f"Parameter as it is, {TIE}"
         )
-    state = {k: v for k, v in built["state"].items() if k != "lm_head.weight"}
-    E = state["wte.weight"]
-    expected = _reference_logits(SQUARE, state, ids, E, seed)
-    if torch.allclose(logits, expected, rtol=1e-4, atol=1e-5):
+    state = built["state"]
+    E = _table(built, what, SQUARE)
+    untied = {**SQUARE, "tie_weights": False}  # the head is set to E (or E.T) explicitly
+    expected = values.logits(values.lumen_gpt2(untied, state, lm_head=E), ids)
+    if values.close(logits, expected):
         return
-    if torch.allclose(logits, _reference_logits(SQUARE, state, ids, E.T, seed), rtol=1e-4,
-                      atol=1e-5):
+    if values.close(logits, values.logits(values.lumen_gpt2(untied, state, lm_head=E.T), ids)):
         raise Mistake(
             f"{what}: the logits are h @ E, not h @ E.T: your head holds the transposed table. "
             "nn.Linear computes h @ weight.T and stores (V, d), the table's own layout, so the "
@@ -188,42 +251,61 @@ def test_tied_logits_and_initial_loss(learner, seed, gen):
         )
     raise Mistake(
         f"{what}: the logits differ from h @ E.T, with E the model's own wte.weight, "
-        f"{_first_gap(logits, expected)}: the output layer must score each token by the dot "
-        "product of h with that token's embedding row"
+        f"{values.first_gap(logits, expected)}: the output layer must score each token by the "
+        "dot product of h with that token's embedding row"
     )
 
 
+def _lost_after_to(what: str, reply: dict) -> Mistake:
+    before = reply["before"]
+    if before["same_object"] and not reply["same_object"]:
+        return Mistake(f"after {what}, lm_head.weight is no longer wte.weight: the tie was lost "
+                       "after .to(); share the Parameter itself, " + TIE)
+    if before["same_storage"]:
+        return Mistake(
+            f"after {what}, lm_head.weight and wte.weight hold different tensors: they were "
+            "two Parameters sharing storage (.data sharing, or nn.Parameter(self.wte.weight)), "
+            "which holds only until .to() gives each Parameter its own converted copy. The "
+            f"tie is lost after .to(); share the Parameter itself: {TIE}"
+        )
+    if not before["same_object"]:
+        return Mistake(f"{what}: lm_head.weight is not wte.weight, before or after .to(): "
+                       f"the model is not tied at all; {TIE}")
+    return Mistake(f"after {what}, changing wte.weight in place no longer changes the logits "
+                   f"as h @ (E + delta)^T: the tie did not survive .to(); {TIE}")
+
+
 def test_tie_survives_to_and_load(learner, seed, gen, devices):
-    """the tie survives model.to(dtype, device) and a load_state_dict that stores E once"""
+    """the tie survives model.to(dtype, device) and a load_state_dict that stores E once
+
+    Earned by values: after .to(device, float64), and after loading a fresh matrix as
+    wte.weight, changing wte.weight in place by a fresh delta must change the logits as
+    h @ (E + delta)^T."""
     for device in devices:
         what = f"{_described(CONFIG)}.to('{device}', torch.float64)"
-        facts = unwrap(learner.call("gpt2_after_to", seed=seed, config=CONFIG, dtype="float64",
-                                    device=device), what, MODULE)
-        if facts["same_object"]:
-            continue
-        before = facts["before"]
-        if before["same_object"]:
-            raise Mistake(f"after {what}, lm_head.weight is no longer wte.weight: the tie was "
-                          "lost after .to(); share the Parameter itself, " + TIE)
-        if before["same_storage"]:
-            raise Mistake(
-                f"after {what}, lm_head.weight and wte.weight hold different tensors: they were "
-                "two Parameters sharing storage (.data sharing, or nn.Parameter(self.wte.weight)), "
-                "which holds only until .to() gives each Parameter its own converted copy. The "
-                f"tie is lost after .to(); share the Parameter itself: {TIE}"
-            )
-        raise Mistake(f"{what}: lm_head.weight is not wte.weight, before or after .to(): "
-                      f"the model is not tied at all; {TIE}")
+        ids, delta = _ids(gen, CONFIG), _delta(gen, CONFIG).double()
+        reply = unwrap(learner.call("gpt2_perturbed", seed=seed, config=CONFIG, ids=ids,
+                                    delta=delta, dtype="float64", device=device), what, MODULE)
+        logits = _logits(reply, what)
+        E = _table(reply, what, CONFIG, torch.float64)
+        model = values.lumen_gpt2(CONFIG, reply["state"], dtype=torch.float64, wte=E + delta)
+        if not values.close(logits, values.logits(model, ids), rtol=1e-6):
+            raise _lost_after_to(what, reply)
     V, d = CONFIG["vocab_size"], CONFIG["d_model"]
     table = torch.randn(V, d, generator=gen) * 0.02
-    state = _reference_model(CONFIG, seed).state_dict()
-    state = {k: v for k, v in state.items() if k != "lm_head.weight"}  # E stored once
+    checkpoint = values.fresh_lumen(CONFIG, seed).state_dict()  # lumen's, from this seed
+    state = {k: v for k, v in checkpoint.items() if k != "lm_head.weight"}  # E stored once
     state["wte.weight"] = table
     what = "load_state_dict of a checkpoint that stores the shared matrix once (as wte.weight)"
-    facts = unwrap(learner.call("gpt2_after_load", seed=seed, config=CONFIG, state=state), what,
-                   MODULE)
-    head = expect_tensor(facts["lm_head"], "lm_head.weight after loading", like=table)
-    if not facts["same_object"] or not torch.equal(head, table):
+    ids, delta = _ids(gen, CONFIG), _delta(gen, CONFIG)
+    reply = unwrap(learner.call("gpt2_perturbed", seed=seed, config=CONFIG, ids=ids,
+                                delta=delta, state=state), what, MODULE)
+    loaded = reply["load"]
+    if isinstance(loaded, dict) and "error" in loaded:
+        raise Mistake(f"{what} raised {loaded['error']}: {loaded['message']}")
+    logits = _logits(reply, what)
+    expected = values.logits(values.lumen_gpt2(CONFIG, state, wte=table + delta), ids)
+    if not values.close(logits, expected):
         raise Mistake(
             f"after {what}, lm_head.weight does not hold the loaded matrix: the tie was lost "
             "(or never made), so the output layer kept its own numbers. With one shared "
@@ -231,13 +313,25 @@ def test_tie_survives_to_and_load(learner, seed, gen, devices):
         )
 
 
-def test_untied_keeps_two_matrices(learner, seed):
-    """untied (config.tie_weights=False): wte and lm_head are two separate matrices"""
+def test_untied_keeps_two_matrices(learner, seed, gen):
+    """untied (config.tie_weights=False): wte and lm_head are two separate matrices
+
+    Earned by values: changing wte.weight in place must leave the output layer as it was."""
     what = _described(UNTIED)
-    facts = unwrap(learner.call("gpt2_build", seed=seed, config=UNTIED, state=False), what, MODULE)
-    if facts["same_object"] or facts["same_storage"]:
+    ids, delta = _ids(gen, UNTIED), _delta(gen, UNTIED)
+    reply = unwrap(learner.call("gpt2_perturbed", seed=seed, config=UNTIED, ids=ids,
+                                delta=delta), what, MODULE)
+    logits = _logits(reply, what)
+    E = _table(reply, what, UNTIED)
+    expected = values.logits(values.lumen_gpt2(UNTIED, reply["state"], wte=E + delta), ids)
+    if values.close(logits, expected):
+        return
+    if reply["same_object"] or reply["same_storage"] or values.close(
+            logits, values.logits(values.lumen_gpt2(CONFIG, reply["state"], wte=E + delta), ids)):
         raise Mistake(
             f"{what}: lm_head.weight shares wte.weight's matrix although config.tie_weights=False: "
             "tie_weights must read self.config.tie_weights and leave the two layers apart when "
             "it is False (an untied model is how large models such as Llama 3 are built)"
         )
+    raise Mistake(f"{what}: the logits differ from h @ H^T with H lm_head's own matrix "
+                  f"{values.first_gap(logits, expected)}: untied, leave both layers as they are")

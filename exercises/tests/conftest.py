@@ -24,6 +24,7 @@ import importlib
 import os
 import re
 from collections.abc import Generator, Mapping
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -126,6 +127,19 @@ def params(pytestconfig: pytest.Config) -> ModuleType:
 def gpt2(pytestconfig: pytest.Config) -> ModuleType:
     """gpt2.py: GPT2, GPT2Config."""
     return load(pytestconfig, "gpt2")
+
+
+@pytest.fixture(scope="session")
+def rules(pytestconfig: pytest.Config) -> ModuleType:
+    """rules.py (given): the grader's own checker of the rules at the top of embeddings.py."""
+    return load(pytestconfig, "rules")
+
+
+@pytest.fixture(scope="session")
+def your_files(pytestconfig: pytest.Config, rules: ModuleType) -> dict[str, str]:
+    """Your embeddings.py, params.py and gpt2.py as text: what the grader reads (not runs)."""
+    folder = Path(load(pytestconfig, "embeddings").__file__).resolve().parent
+    return rules.read(folder)
 
 
 @pytest.fixture(scope="session")

@@ -38,6 +38,180 @@ CORRECT = {
                 self.reset_parameters()
         ''',
     },
+    # Class layouts of the learner's own: while another stage is graded, the scaffolds go into
+    # the learner's Embedding whatever its bases, and must work there (tests/test_scaffolds.py
+    # grades these on every stage).
+    "a base class of their own holds the Parameter": {
+        "embeddings:Embedding": '''
+            class _Table(nn.Module):
+                """A rows x width matrix of learned numbers, and the lookup of its rows."""
+
+                def __init__(self, rows, width):
+                    super().__init__()
+                    self.weight = nn.Parameter(torch.empty(rows, width))
+
+                def lookup(self, ids):
+                    check_ids(ids, self.weight.shape[0])
+                    flat = ids.reshape(-1).to(self.weight.device, torch.long)
+                    return self.weight.index_select(0, flat).view(*ids.shape, self.weight.shape[1])
+
+
+            class Embedding(_Table):
+                """The chapter's Embedding, on top of a _Table."""
+
+                def __init__(self, vocab_size, d_model, std=0.02, scale=False):
+                    for name, value in (("vocab_size", vocab_size), ("d_model", d_model)):
+                        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                            raise ValueError(f"{name} must be a positive int, got {value!r}")
+                    super().__init__(vocab_size, d_model)
+                    self.vocab_size, self.d_model, self.std, self.scale = vocab_size, d_model, std, scale
+                    self.reset_parameters()
+
+                def reset_parameters(self):
+                    std = self.d_model ** -0.5 if self.std is None else self.std
+                    with torch.no_grad():
+                        self.weight.normal_(0.0, std)
+
+                def scale_output(self, x):
+                    return x * math.sqrt(self.d_model) if self.scale else x
+
+                def forward(self, ids):
+                    return self.scale_output(self.lookup(ids))
+
+                def extra_repr(self):
+                    return f"{self.vocab_size}, {self.d_model}, std={self.std}, scale={self.scale}"
+        ''',
+    },
+    "a subclass of their own earlier Embedding": {
+        "embeddings:Embedding": '''
+            class Embedding(nn.Module):
+                """First version: the table and its initialisation, no lookup yet."""
+
+                def __init__(self, vocab_size, d_model, std=0.02, scale=False):
+                    super().__init__()
+                    self.vocab_size, self.d_model, self.std, self.scale = vocab_size, d_model, std, scale
+                    self.weight = nn.Parameter(torch.zeros(vocab_size, d_model))
+                    self.reset_parameters()
+
+                def reset_parameters(self):
+                    std = self.std
+                    if std is None:
+                        std = 1 / math.sqrt(self.d_model)
+                    nn.init.normal_(self.weight, 0.0, std)
+
+                def scale_output(self, x):
+                    if not self.scale:
+                        return x
+                    return x * self.d_model ** 0.5
+
+
+            class Embedding(Embedding):  # the same name again: the lookup, added to the first
+                def forward(self, ids):
+                    check_ids(ids, self.vocab_size)
+                    return self.scale_output(self.weight[ids.long()])
+        ''',
+    },
+    "mixins for the checks and the scaling": {
+        "embeddings:Embedding": '''
+            class _Checked:
+                """Mixin: flat int64 ids, checked against self.vocab_size."""
+
+                def __init__(self, *args, **kwargs):
+                    super().__init__(*args, **kwargs)
+                    self.checks = 0  # how many lookups were checked
+
+                def _checked(self, ids):
+                    check_ids(ids, self.vocab_size)
+                    self.checks += 1
+                    return ids.reshape(-1).long()
+
+
+            class _Scaled:
+                """Mixin: the optional sqrt(d_model) output scaling."""
+
+                def scale_output(self, x):
+                    return x * math.sqrt(self.d_model) if self.scale else x
+
+
+            class Embedding(_Checked, _Scaled, nn.Module):
+                def __init__(self, vocab_size, d_model, std=0.02, scale=False):
+                    super().__init__()  # through _Checked to nn.Module
+                    self.vocab_size, self.d_model, self.std, self.scale = vocab_size, d_model, std, scale
+                    self.weight = nn.Parameter(torch.empty(vocab_size, d_model))
+                    self.reset_parameters()
+
+                def reset_parameters(self):
+                    std = self.std if self.std is not None else 1 / math.sqrt(self.d_model)
+                    with torch.no_grad():
+                        self.weight.copy_(torch.randn_like(self.weight) * std)
+
+                def forward(self, ids):
+                    flat = self._checked(ids).to(self.weight.device)
+                    rows = RowLookup.apply(self.weight, flat)
+                    return self.scale_output(rows.view(*ids.shape, self.d_model))
+        ''',
+    },
+    "module-level helpers, a helper method and extra attributes": {
+        "embeddings:Embedding": '''
+            def _as_index(ids, device):
+                """Flat int64 ids on the table's device (index_select refuses uint8 and int16)."""
+                return ids.reshape(-1).to(device=device, dtype=torch.long)
+
+
+            def _default_std(d_model, std):
+                return 1.0 / math.sqrt(d_model) if std is None else std
+
+
+            class Embedding(nn.Module):
+                def __init__(self, vocab_size, d_model, std=0.02, scale=False):
+                    super().__init__()
+                    self.vocab_size, self.d_model, self.std, self.scale = vocab_size, d_model, std, scale
+                    self.padding_idx = None  # not used: as nn.Embedding has one
+                    self.register_buffer("lookups", torch.zeros((), dtype=torch.long),
+                                         persistent=False)
+                    self.weight = nn.Parameter(torch.empty(vocab_size, d_model))
+                    self.reset_parameters()
+
+                def reset_parameters(self):
+                    with torch.no_grad():
+                        self.weight.normal_(0.0, _default_std(self.d_model, self.std))
+
+                def scale_output(self, x):
+                    return x * math.sqrt(self.d_model) if self.scale else x
+
+                def _rows(self, ids):
+                    check_ids(ids, self.vocab_size)
+                    index = _as_index(ids, self.weight.device)
+                    return self.weight.index_select(0, index).reshape(*ids.shape, self.d_model)
+
+                def forward(self, ids):
+                    self.lookups += 1
+                    return self.scale_output(self._rows(ids))
+        ''',
+    },
+    "the lookup as one_hot(ids) @ E, through their own embed_via_onehot": {
+        "embeddings:Embedding.forward": '''
+            def forward(self, ids):
+                check_ids(ids, self.vocab_size)  # the one-hot product is exact: 1 * w + 0s
+                return self.scale_output(embed_via_onehot(self.weight, ids))
+        ''',
+    },
+    "a __main__ self-check against F.embedding (dead code: not read)": {
+        "embeddings:expected_dot_std": '''
+            def expected_dot_std(std, d_model):
+                return std**2 * math.sqrt(d_model)
+
+
+            if __name__ == "__main__":  # python embeddings.py: compare with PyTorch's lookup
+                import threading  # refused in live code, fine here: this block never runs
+                import torch.nn.functional as F
+
+                layer = Embedding(10, 4)
+                ids = torch.tensor([[1, 2], [9, 1]])
+                assert torch.equal(layer(ids), F.embedding(ids, layer.weight))  # F.embedding!
+                print("the lookup matches F.embedding")
+        ''',
+    },
 }
 
 MISTAKES = {
@@ -140,5 +314,40 @@ MISTAKES = {
                 return self.scale_output(fn(self.weight, ids))
         '''},
         "test_no_builtin_embedding", "PyTorch's own embedding",
+    ),
+    "F.embedding in a helper in params.py": (
+        {"embeddings:Embedding.forward": '''
+            def forward(self, ids):
+                from .params import lookup  # a helper of their own, in another file
+                check_ids(ids, self.vocab_size)
+                return self.scale_output(lookup(self.weight, ids.long()))
+        ''',
+         "params:main": '''
+            def main(argv=None):
+                raise SystemExit("the calculator is not needed here")
+
+
+            def lookup(weight, ids):
+                return torch.nn.functional.embedding(ids, weight)
+        '''},
+        "test_no_builtin_embedding", "PyTorch's own embedding",
+    ),
+    "nn.Embedding inside the layer": (
+        {"embeddings:Embedding.forward": '''
+            def forward(self, ids):
+                check_ids(ids, self.vocab_size)
+                table = nn.Embedding(self.vocab_size, self.d_model, _weight=self.weight)
+                return self.scale_output(table(ids.long()))
+        '''},
+        "test_no_builtin_embedding", "PyTorch's own embedding",
+    ),
+    "a right lookup, but a refused import (threading)": (
+        {"embeddings:Embedding.forward": '''
+            def forward(self, ids):
+                import threading  # unused, but the grader cannot tell: refused
+                check_ids(ids, self.vocab_size)
+                return self.scale_output(self.weight[ids.long()])
+        '''},
+        "test_no_builtin_embedding", "import threading",
     ),
 }

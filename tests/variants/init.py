@@ -100,6 +100,49 @@ CORRECT = {
                 self.wpe.reset_parameters()
         ''',
     },
+    # Helpers of the learner's own (tests/test_scaffolds.py grades these on every stage).
+    "module-level helpers, a helper method, imported across modules": {
+        "embeddings:expected_dot_std": '''
+            def _spread(std, d_model):
+                """The std of a sum of d_model products of two N(0, std^2) numbers."""
+                return math.sqrt(d_model) * std ** 2
+
+
+            def fill_normal_(tensor, std):
+                """Refill ``tensor`` in place with N(0, std^2) draws."""
+                with torch.no_grad():
+                    return tensor.normal_(mean=0.0, std=std)
+
+
+            def expected_dot_std(std, d_model):
+                return _spread(std, d_model)
+        ''',
+        "embeddings:Embedding.reset_parameters": '''
+            def reset_parameters(self):
+                fill_normal_(self.weight, self._init_std())
+
+            def _init_std(self):
+                return 1 / math.sqrt(self.d_model) if self.std is None else self.std
+        ''',
+        "gpt2:GPT2.init_weights": '''
+            def init_weights(self):
+                from .embeddings import fill_normal_
+
+                residual = 0.02 / math.sqrt(2 * self.config.n_layers)
+                for name, module in self.named_modules():
+                    if isinstance(module, nn.Linear):
+                        self._init_linear(module, residual if name.endswith(".c_proj") else 0.02)
+                    elif isinstance(module, nn.LayerNorm):
+                        module.reset_parameters()  # scale 1, shift 0
+                fill_normal_(self.wte.weight, 0.02)
+                fill_normal_(self.wpe.weight, 0.01)
+
+            def _init_linear(self, linear, std):
+                nn.init.normal_(linear.weight, 0.0, std)
+                if linear.bias is not None:
+                    nn.init.zeros_(linear.bias)
+        ''',
+    },
 }
 
 MISTAKES = {

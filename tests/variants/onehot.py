@@ -40,6 +40,20 @@ CORRECT = {
                 return (onehot.unsqueeze(-1) * weight).sum(dim=-2)  # (..., V, d) -> (..., d)
         ''',
     },
+    "a __main__ self-check against F.one_hot (dead code: not read)": {
+        "embeddings:expected_dot_std": '''
+            def expected_dot_std(std, d_model):
+                return std**2 * math.sqrt(d_model)
+
+
+            if __name__ == "__main__":
+                # python embeddings.py: F.one_hot is the reference here, never the answer
+                from torch.nn.functional import one_hot as pytorch_one_hot
+
+                ids = torch.tensor([3, 0, 3])
+                assert torch.equal(one_hot(ids, 4), pytorch_one_hot(ids, 4).float())
+        ''',
+    },
 }
 
 MISTAKES = {
@@ -105,5 +119,22 @@ MISTAKES = {
                 return (weight.T @ onehot.T).reshape(*ids.shape, -1)
         '''},
         "test_embed_via_onehot_is_the_lookup", "differs from the lookup",
+    ),
+    "F.one_hot under another name": (
+        {"embeddings:one_hot": '''
+            def one_hot(ids, num_classes, dtype=torch.float32):
+                from torch.nn.functional import one_hot as encode
+                return encode(ids.long(), num_classes).to(dtype)
+        '''},
+        "test_one_hot_written_by_hand", "F.one_hot",
+    ),
+    "F.one_hot inside torch.distributions (seen only while it runs)": (
+        {"embeddings:one_hot": '''
+            def one_hot(ids, num_classes, dtype=torch.float32):
+                hit = ids.unsqueeze(-1) == torch.arange(num_classes, device=ids.device)
+                logits = torch.where(hit, 0.0, float("-inf"))  # a sure draw of each id
+                return torch.distributions.OneHotCategorical(logits=logits).sample().to(dtype)
+        '''},
+        "test_one_hot_written_by_hand", "F.one_hot",
     ),
 }

@@ -1,5 +1,52 @@
 """Stage 'tying': other correct ties, and the mistakes the hidden suite must name."""
 
+import ast
+
+from tests.variants.build import LUMEN
+
+
+def _gpt2_without_tie(name: str, bases: str) -> str:
+    """lumen's GPT2 class renamed ``name`` with ``bases``, and without its tie_weights (given
+    code: __init__ still calls self.tie_weights(), which the layout supplies elsewhere)."""
+    source = (LUMEN / "gpt2.py").read_text(encoding="utf-8")
+    cls = next(n for n in ast.parse(source).body if isinstance(n, ast.ClassDef) and n.name == "GPT2")
+    tie = next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "tie_weights")
+    lines = source.splitlines()
+    kept = lines[cls.lineno - 1 : tie.lineno - 1] + lines[tie.end_lineno : cls.end_lineno]
+    kept[0] = f"class {name}({bases}):"
+    return "\n".join(kept) + "\n"
+
+
+def _mixin_layout() -> str:
+    """GPT2(_Tying, nn.Module): tie_weights lives in a mixin, not in GPT2's own body."""
+    mixin = '''
+class _Tying:
+    """Mixin: weight tying for a model with wte and lm_head."""
+
+    def tie_weights(self):
+        if self.config.tie_weights:
+            self.lm_head.weight = self.wte.weight
+
+
+'''
+    return mixin.lstrip("\n") + _gpt2_without_tie("GPT2", "_Tying, nn.Module")
+
+
+def _subclass_layout() -> str:
+    """class GPT2(_Model): the whole model in a base class, the tie in the subclass."""
+    tied = '''
+
+class GPT2(_Model):
+    """The model with its output layer tied to the token embedding."""
+
+    def tie_weights(self):
+        if not self.config.tie_weights:
+            return
+        self.lm_head.register_parameter("weight", self.wte.weight)
+'''
+    return _gpt2_without_tie("_Model", "nn.Module") + tied
+
+
 CORRECT = {
     "register_parameter": {
         "gpt2:GPT2.tie_weights": '''
@@ -35,6 +82,24 @@ CORRECT = {
                 if self.config.tie_weights:
                     self.lm_head._parameters["weight"] = self.wte._parameters["weight"]
         ''',
+    },
+    # Class layouts of the learner's own (tests/test_scaffolds.py grades these on every stage).
+    "tied through a helper method": {
+        "gpt2:GPT2.tie_weights": '''
+            def tie_weights(self):
+                if self.config.tie_weights:
+                    self._share(self.wte, self.lm_head)
+
+            def _share(self, source, target):
+                """target uses source's Parameter itself, not a copy of it."""
+                target.weight = source.weight
+        ''',
+    },
+    "tie_weights from a mixin": {
+        "gpt2:GPT2": _mixin_layout(),
+    },
+    "GPT2 a subclass of their own model class": {
+        "gpt2:GPT2": _subclass_layout(),
     },
 }
 
