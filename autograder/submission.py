@@ -1,25 +1,28 @@
-"""Taking in a submission: a folder or a .zip, copied into a private folder the worker can see.
+"""Taking in a submission: a folder or a .zip, read into memory as the files the worker imports.
 
 Only the three files a learner submits are taken, each at most ``MAX_FILE`` bytes. From a zip
 or a folder they are found wherever they sit (a zipped or uploaded exercises/ folder is
-common; the shallowest copy wins), symbolic links are never followed, and nothing is extracted
-by the zip's own paths, so an absolute or ``../`` name cannot write outside. Problems do not
-stop grading: each one is recorded, and what it affects gets 0 with that message. A file that
-is there but unusable (not UTF-8, too large, unreadable in the zip, a symbolic link) is
-replaced by a two-line module that fails to import with the problem, so every test that needs
-it says why, not just "missing".
+common; the shallowest copy wins), and nothing is extracted by the zip's own paths, so an
+absolute or ``../`` name cannot write outside. Only regular files are read: a symbolic link (to
+a file, or a folder on the way to one, in a folder or stored as a link in a zip) could point
+at the reference solution, so it is refused, as are hard links, FIFOs and devices (a FIFO is
+never opened, so it cannot hang the grader). Problems do not stop grading: each one is
+recorded, and what it affects gets 0 with that message. A file that is there but unusable (not
+UTF-8, too large, unreadable in the zip, a link) is replaced by a two-line module that fails to
+import with the problem, so every test that needs it says why, not just "missing".
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
+import stat
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from lumen.stages import SUBMISSION_FILES
+
+from .untrusted import clean_text
 
 MAX_FILE = 1 << 20  # 1 MiB: far more than any honest embeddings.py
 MAX_ZIP_MEMBERS = 2000
@@ -29,14 +32,11 @@ UNUSABLE = "{why!r}\nraise ImportError(__doc__)  # the grader's stand-in: your f
 
 @dataclass
 class Prepared:
-    """The submission's private copy and what was wrong with it."""
+    """The submission's files, as text, and what was wrong with it."""
 
-    folder: Path
+    files: dict[str, str] = field(default_factory=dict)  # name -> the text the worker imports
     problems: dict[str, str] = field(default_factory=dict)  # file -> why it is unusable
     notes: list[str] = field(default_factory=list)  # things worth saying that cost nothing
-
-    def cleanup(self) -> None:
-        shutil.rmtree(self.folder.parent, ignore_errors=True)
 
 
 def _check_text(name: str, data: bytes, prepared: Prepared) -> bool:
@@ -51,40 +51,109 @@ def _check_text(name: str, data: bytes, prepared: Prepared) -> bool:
     return True
 
 
-def _find_in_folder(source: Path, name: str) -> Path | None:
+class Unusable(Exception):
+    """A submitted file that is there but must not be read; the message says why and what to do."""
+
+
+#: What a non-regular file is, for the message (a link is refused before its kind matters).
+KINDS = {stat.S_IFDIR: "a folder", stat.S_IFIFO: "a named pipe (FIFO)",
+         stat.S_IFCHR: "a device file", stat.S_IFBLK: "a device file", stat.S_IFSOCK: "a socket"}
+
+
+def _refuse_special(name: str, mode: int, links: int) -> None:
+    """Only a regular file with one name is read: a link could point at the reference."""
+    if stat.S_ISLNK(mode):
+        raise Unusable(f"{name} is a symbolic link, which is never followed: submit the file "
+                       "itself, not a link to it")
+    if not stat.S_ISREG(mode):
+        kind = KINDS.get(stat.S_IFMT(mode), "not a regular file")
+        raise Unusable(f"{name} is {kind}, not a file: submit the file itself")
+    if links > 1:
+        raise Unusable(f"{name} is a hard link (one file under {links} names), which is never "
+                       "read: submit a copy of the file itself")
+
+
+def _read_regular(path: Path, name: str) -> bytes:
+    """The bytes of ``path``, a regular file; ``Unusable`` otherwise.
+
+    lstat first, so a FIFO or a device is never opened; then O_NOFOLLOW | O_NONBLOCK and
+    fstat, so a file swapped for a link or a FIFO in between is refused, not followed or
+    waited on."""
+    try:
+        before = os.lstat(path)
+        _refuse_special(name, before.st_mode, before.st_nlink)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as error:  # ELOOP: it became a link
+        raise Unusable(f"{name} could not be read ({error.strerror}): submit the file itself") \
+            from error
+    with os.fdopen(fd, "rb") as f:
+        now = os.fstat(fd)
+        _refuse_special(name, now.st_mode, now.st_nlink)
+        if now.st_size > MAX_FILE:
+            raise Unusable(f"{name} is larger than {MAX_FILE:,} bytes")
+        data = f.read(MAX_FILE + 1)
+    if len(data) > MAX_FILE:
+        raise Unusable(f"{name} is larger than {MAX_FILE:,} bytes")
+    return data
+
+
+def _find_in_folder(source: Path, name: str) -> tuple[Path | None, list[Path]]:
     """``name`` at the top of ``source``, else the shallowest one below it (an uploaded
-    repository or an unzipped exercises/ folder); never through a linked folder."""
-    if (source / name).exists() or (source / name).is_symlink():
-        return source / name
-    seen, best = 0, None
+    repository or an unzipped exercises/ folder); never through a linked folder. Also the
+    linked folders passed by, to say why a file behind one is not taken."""
+    if os.path.lexists(source / name):
+        return source / name, []
+    seen, best, linked = 0, None, []
     for folder, subfolders, files in os.walk(source):  # does not follow links
+        here = Path(folder)
         subfolders[:] = sorted(d for d in subfolders if not d.startswith((".", "__MACOSX")))
+        linked += [here / d for d in subfolders if (here / d).is_symlink()]
         seen += len(files) + len(subfolders)
         if seen > MAX_ZIP_MEMBERS:
             break
-        here = Path(folder)
         if name in files and (best is None or len(here.parts) < len(best.parent.parts)):
             best = here / name
-    return best
+    return best, linked
 
 
 def _from_folder(source: Path, prepared: Prepared) -> dict[str, bytes]:
     found = {}
     for name in SUBMISSION_FILES:
-        path = _find_in_folder(source, name)
+        path, linked = _find_in_folder(source, name)
         if path is None:
+            behind = [d for d in linked if os.path.lexists(d / name)]  # lstat only: not read
+            if behind:
+                where = behind[0].relative_to(source)
+                prepared.problems[name] = (
+                    f"{name} is inside {where}, a symbolic link to a folder, and links are "
+                    "never followed: submit the file itself, not a link to the folder")
             continue
-        if path.is_symlink():  # never read through a link: it could point at any file here
-            prepared.problems[name] = f"{name} is a symbolic link: submit the file itself"
-            continue
-        if not path.is_file():
-            prepared.problems[name] = f"{name} is not a regular file"
-            continue
-        if path.stat().st_size > MAX_FILE:
-            prepared.problems[name] = f"{name} is larger than {MAX_FILE:,} bytes"
-            continue
-        found[name] = path.read_bytes()
+        try:
+            found[name] = _read_regular(path, name)
+        except Unusable as why:
+            prepared.problems[name] = str(why)
     return found
+
+
+def _zip_kind(info: zipfile.ZipInfo) -> int:
+    """The entry's file type from its Unix mode (0 when the zip has none, as on Windows)."""
+    return stat.S_IFMT(info.external_attr >> 16)
+
+
+def _zip_refusal(name: str, info: zipfile.ZipInfo, links: set[PurePosixPath]) -> str | None:
+    """Why the zip's entry ``info`` for ``name`` must not be read, if it must not."""
+    path = PurePosixPath(info.filename.replace("\\", "/"))
+    behind = next((p for p in path.parents if p in links), None)
+    if behind is not None:
+        return (f"{name} is inside {str(behind)!r}, which the zip also stores as a symbolic "
+                "link: submit the file itself, in a real folder")
+    kind = _zip_kind(info)
+    if kind == stat.S_IFLNK:  # its data is the link's target path, not code
+        return (f"{name} in the zip is a symbolic link, not the file: submit the file itself "
+                "(zip stores a link as a link with --symlinks / -y)")
+    if kind not in (0, stat.S_IFREG):
+        return f"{name} in the zip is {KINDS.get(kind, 'not a regular file')}, not a file"
+    return None
 
 
 def _from_zip(source: Path, prepared: Prepared) -> dict[str, bytes]:
@@ -100,6 +169,7 @@ def _from_zip(source: Path, prepared: Prepared) -> dict[str, bytes]:
             prepared.notes.append(f"the zip holds {len(members):,} entries; only the first "
                                   f"{MAX_ZIP_MEMBERS:,} were looked at")
         candidates: dict[str, list[zipfile.ZipInfo]] = {}
+        links: set[PurePosixPath] = set()  # entries that are symbolic links (to files or folders)
         for info in members[:MAX_ZIP_MEMBERS]:
             path = PurePosixPath(info.filename.replace("\\", "/"))
             if info.is_dir() or "__MACOSX" in path.parts:
@@ -108,10 +178,22 @@ def _from_zip(source: Path, prepared: Prepared) -> dict[str, bytes]:
                 prepared.notes.append(f"ignored {info.filename!r}: absolute or ../ paths are "
                                       "never extracted")
                 continue
+            if _zip_kind(info) == stat.S_IFLNK:
+                links.add(path)
             if path.name in SUBMISSION_FILES:
                 candidates.setdefault(path.name, []).append(info)
+        folder_links = sorted(p for p in links if p.name not in SUBMISSION_FILES)
+        for name in SUBMISSION_FILES:
+            if name not in candidates and folder_links:  # perhaps behind a linked folder
+                shown = ", ".join(repr(str(p)) for p in folder_links[:3])
+                prepared.problems[name] = (
+                    f"{name} is not in the zip, which holds symbolic links ({shown}) that are "
+                    "never followed: zip the file itself, not a link to the folder holding it")
         for name, infos in candidates.items():
             info = min(infos, key=lambda i: len(PurePosixPath(i.filename).parts))  # the shallowest
+            if (why := _zip_refusal(name, info, links)) is not None:
+                prepared.problems[name] = why
+                continue
             if info.file_size > MAX_FILE:
                 prepared.problems[name] = f"{name} in the zip is larger than {MAX_FILE:,} bytes"
                 continue
@@ -130,11 +212,9 @@ def _from_zip(source: Path, prepared: Prepared) -> dict[str, bytes]:
 
 
 def prepare(source: Path) -> Prepared:
-    """Copy the submission at ``source`` (folder or .zip) into a new private folder."""
-    root = Path(tempfile.mkdtemp(prefix="lumen-submission-"))
-    folder = root / "submission"
-    folder.mkdir()
-    prepared = Prepared(folder)
+    """Read the submission at ``source`` (folder or .zip): its files as data, for the worker,
+    which writes them where only the stage process can read them."""
+    prepared = Prepared()
     source = Path(source)
     if source.is_dir():
         found = _from_folder(source, prepared)
@@ -145,13 +225,15 @@ def prepare(source: Path) -> Prepared:
         found = {}
     else:
         raise FileNotFoundError(f"no submission at {source}")
+    # File and entry names, and zipfile's errors, are the learner's text: cleaned for the report
+    prepared.notes = [clean_text(note) for note in prepared.notes]
+    prepared.problems = {name: clean_text(why) for name, why in prepared.problems.items()}
     for name in SUBMISSION_FILES:
         if name not in found and name not in prepared.problems:
             prepared.problems[name] = f"{name} is missing from the submission"
             continue  # the worker says so itself, in every test that needs it
         if name in found and _check_text(name, found[name], prepared):
-            (folder / name).write_bytes(found[name])
+            prepared.files[name] = found[name].decode("utf-8")
         else:  # there but unusable: a stand-in whose import fails with the reason
-            why = prepared.problems[name]
-            (folder / name).write_text(UNUSABLE.format(why=why), encoding="utf-8")
+            prepared.files[name] = UNUSABLE.format(why=prepared.problems[name])
     return prepared

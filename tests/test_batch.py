@@ -275,3 +275,58 @@ def test_out_dir_is_the_csv_without_its_suffix():
     assert batch.default_out_dir(Path("marks/grades.csv")) == Path("marks/grades")
     with pytest.raises(ValueError):
         batch.default_out_dir(Path("grades"))
+
+
+def test_hostile_learners_never_stop_the_honest_ones(tmp_path, monkeypatch):
+    """First in the class (each grading thread takes one first): a learner whose messages hold
+    lone surrogates and terminal escapes, and one whose files cannot be written. Every honest
+    learner is graded with full marks, each hostile one has a row, the batch ends normally."""
+    from tests.variants.build import make_submission
+
+    submissions = tmp_path / "submissions"
+    make_submission(submissions / "aa-surrogate", {"embeddings:Embedding.forward":
+                    "def forward(self, ids):\n    raise ValueError('\\ud800\\x1b[2J ...')\n"})
+    make_submission(submissions / "ab-unwritable", {})
+    honest = ["honest1", "honest2", "honest3"]
+    for learner in honest:
+        make_submission(submissions / learner, {})
+    write_json = batch.write_json
+
+    def full_disk_for_one(path: Path, data: dict) -> None:
+        if path.parent.name == "ab-unwritable":
+            raise OSError(28, "No space left on device")
+        write_json(path, data)
+
+    monkeypatch.setattr(batch, "write_json", full_disk_for_one)
+    code, progress = _run(submissions, tmp_path / "grades.csv", jobs=2, probe_seconds=5)
+    assert code == 1 and "the batch stopped" not in progress, progress
+    rows = _rows(tmp_path / "grades.csv")
+    assert [rows[x]["total"] for x in honest] == ["20", "20", "20"], progress
+    assert rows["aa-surrogate"]["total"] not in ("", "20"), "graded, and lost the forward points"
+    feedback = (tmp_path / "grades" / "aa-surrogate" / "feedback.txt").read_text("utf-8")
+    assert "\x1b" not in feedback and "\\x1b[2J" in feedback
+    assert rows["ab-unwritable"]["total"] == ""
+    assert "grading error" in rows["ab-unwritable"]["notes"]
+    assert "No space left on device" in rows["ab-unwritable"]["notes"]
+    assert "4 of 5 learners graded" in (tmp_path / "grades" / "summary.md").read_text()
+
+
+def test_a_reply_that_breaks_costs_one_learner_not_a_thread(tmp_path, monkeypatch):
+    """One grading thread: a learner whose grading raises in the batch itself (a reply that
+    is not JSON) is a row with the reason, and the thread grades the rest."""
+
+    class Garbled(_FailingProcess):
+        def grade(self, job: dict) -> dict:
+            if job["learner"] == "aaa":
+                return json.loads("half a reply {")
+            return super().grade(job)
+
+    monkeypatch.setattr(batch, "GradingProcess", Garbled)
+    for learner in ("aaa", "bob", "carol"):
+        (tmp_path / "submissions" / learner).mkdir(parents=True)
+    code, progress = _run(tmp_path / "submissions", tmp_path / "grades.csv", jobs=1)
+    assert code == 1, progress
+    rows = _rows(tmp_path / "grades.csv")
+    assert [rows[x]["total"] for x in ("bob", "carol")] == ["1", "1"], progress
+    assert rows["aaa"]["total"] == "" and "not graded" in rows["aaa"]["notes"]
+    assert "JSONDecodeError" in rows["aaa"]["notes"]
