@@ -19,9 +19,10 @@ rebuilt from the results.json files at the end, so a kill never leaves a half-wr
 
 ``--jobs N`` runs N grading processes (``python -m autograder.batch --serve``), each with one
 warm ``Grader``: torch is imported N times per batch, not once per learner. A learner whose
-grading fails (the grader's fault, not theirs) gets an error.txt and an empty row, and the
-batch goes on; only a broken rubric, or a grader that fails on the first submissions before
-grading any, stops it.
+grading fails (the grader's fault, not theirs), or whose files cannot be written, gets an
+error.txt where possible and an empty row saying why, and the batch goes on: no learner's
+failure ends a grading thread. Only a broken rubric, or a grader that fails on the first
+submissions before grading any, stops it.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from pathlib import Path
 from lumen.stages import STAGE_NAMES
 
 from .report import write_atomic, write_json
+from .untrusted import MAX_NAME, clean_text
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS, FEEDBACK, ERROR = "results.json", "feedback.txt", "error.txt"
@@ -123,26 +125,42 @@ def serve(config: dict) -> int:
 
     first_uid = FIRST_UID + config.get("index", 0) * UIDS_PER_PROCESS
     grader = None
+
+    def fresh_grader() -> Grader:
+        limits = Limits(**({"probe_seconds": config["probe_seconds"]}
+                           if config.get("probe_seconds") else {}))
+        # no two processes' submissions may run as one user (RLIMIT_NPROC is per user)
+        return Grader(config["device"], config["sandbox"], limits,
+                      first_uid=first_uid, uids=UIDS_PER_PROCESS)
+
     for line in sys.stdin:
         job = json.loads(line)
-        try:
-            if grader is None:
-                limits = Limits(**({"probe_seconds": config["probe_seconds"]}
-                                   if config.get("probe_seconds") else {}))
-                # no two processes' submissions may run as one user (RLIMIT_NPROC is per user)
-                grader = Grader(config["device"], config["sandbox"], limits,
-                                first_uid=first_uid, uids=UIDS_PER_PROCESS)
-            reply = grade_one(grader, job)
-            if not gc.get_freeze_count():  # pytest collects garbage twice a run: from now on
-                gc.freeze()  # it skips what the first run left (torch, pytest): ~0.3 s a learner
-        except (RubricError, GraderError) as error:
-            reply = {"learner": job["learner"], "fatal": f"{type(error).__name__}: {error}"}
-        except Exception as error:  # noqa: BLE001 - one submission's failure, not the batch's
-            reply = {"learner": job["learner"], "error": f"{type(error).__name__}: {error}"}
-            if grader is not None and not grader.worker.alive:  # start afresh
+        for attempt in (1, 2):  # a grader failure: once more, with a fresh worker
+            try:
+                grader = grader or fresh_grader()
+                reply = grade_one(grader, job)
+                if not gc.get_freeze_count():  # pytest collects garbage twice a run: from
+                    gc.freeze()  # now on it skips what the first run left: ~0.3 s a learner
+                break
+            except RubricError as error:  # everyone's grade would be wrong: stop the batch
+                reply = {"learner": job["learner"], "fatal": f"{type(error).__name__}: {error}"}
+                break
+            except GraderError as error:  # the grader's fault, never a score for the learner
+                reply = {"learner": job["learner"], "error": f"grading error (tried {attempt} "
+                         f"times; a rerun grades it again): {error}"}
+            except Exception as error:  # noqa: BLE001 - one submission's failure, not the batch's
+                reply = {"learner": job["learner"], "error": f"{type(error).__name__}: {error}"}
+                if grader is not None and grader.worker.alive:
+                    break
+            if grader is not None:  # start afresh
                 grader.close()
                 grader = None
-        replies.write(json.dumps(reply) + "\n")
+        try:
+            line = json.dumps(reply)
+        except (TypeError, ValueError) as error:  # a value JSON cannot hold: this learner's error
+            line = json.dumps({"learner": job["learner"],
+                               "error": f"the grade could not be sent back ({error})"})
+        replies.write(line + "\n")
         replies.flush()
     if grader is not None:
         grader.close()
@@ -231,6 +249,26 @@ def _write_outcome(folder: Path, reply: dict) -> None:
         write_atomic(folder / ERROR, reply["error"] + "\n")
 
 
+def _record(folder: Path, reply: dict, failures: dict[str, str]) -> tuple[str | None, str]:
+    """Write one learner's outcome: (why they were not graded, or None; what the progress line
+    says). Never raises: a learner whose files cannot be written (a full disk, a name or a
+    reply that breaks a writer) gets a grading error in ``failures``, which their row shows."""
+    try:
+        _write_outcome(folder, reply)
+        if "results" in reply:
+            return None, f"{float(reply['score']):.1f} ({float(reply['seconds']):.1f} s)"
+        error = str(reply["error"])
+    except Exception as exc:  # noqa: BLE001 - this learner's failure, never the batch's
+        error = f"grading error: their files could not be written ({type(exc).__name__}: {exc})"
+        failures[folder.name] = error
+        try:
+            (folder / RESULTS).unlink(missing_ok=True)  # no stale grade from an earlier run
+            write_atomic(folder / ERROR, error + "\n")  # for later runs' rows, if it can be
+        except Exception:  # noqa: BLE001 - this run's row says why all the same
+            pass
+    return error, f"not graded: {clean_text(error, 120)}"
+
+
 def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
         device: str = "auto", sandbox: str = "auto", stages: list[str] | None = None,
         visibility: str = "after_due_date", out_dir: Path | None = None,
@@ -246,9 +284,10 @@ def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
     if ignored:
         print(f"ignored {len(ignored)} entries that are neither a folder nor a .zip: "
               f"{', '.join(ignored[:10])}{' ...' if len(ignored) > 10 else ''}", file=progress)
+    failures: dict[str, str] = {}  # learner -> why their files could not be written
     for learner in learners:
         if learner.problem:
-            _write_outcome(out_dir / learner.id, {"error": learner.problem})
+            _record(out_dir / learner.id, {"error": learner.problem}, failures)
     todo = [x for x in learners
             if not x.problem and (force or not (out_dir / x.id / RESULTS).is_file())]
     skipped = len(learners) - len(todo) - sum(1 for x in learners if x.problem)
@@ -274,26 +313,30 @@ def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
                         return
                     learner = pending.pop()
                 job = {**base, "learner": learner.id, "path": str(learner.path.resolve())}
-                reply = process.grade(job)
+                try:
+                    reply = process.grade(job)
+                except Exception as error:  # noqa: BLE001 - e.g. a reply line that is not JSON
+                    process.stop()  # a fresh process for the next learner
+                    reply = {"learner": learner.id, "error": "the batch failed on this "
+                             f"submission ({type(error).__name__}: {error})"}
                 with lock:
                     if "fatal" in reply:
                         state["fatal"] = reply["fatal"]
                         return
-                    _write_outcome(out_dir / learner.id, reply)
+                    error, shown = _record(out_dir / learner.id, reply, failures)
                     state["done"] += 1
-                    if "results" in reply:
+                    if error is None:
                         state["graded"] += 1
-                        shown = f"{reply['score']:.1f} ({reply['seconds']:.1f} s)"
                     else:
                         state["failed"] += 1
-                        shown = f"not graded: {reply['error'][:120]}"
                         if state["failed"] >= GIVE_UP_AFTER and not state["graded"]:
                             state["fatal"] = f"the first {GIVE_UP_AFTER} submissions all " \
-                                             f"failed in the grader; last: {reply['error']}"
+                                             f"failed in the grader; last: {error}"
                     left = (time.perf_counter() - started) / state["done"] * (
                         len(todo) - state["done"])
                     eta = f"  (about {left:.0f} s left)" if state["done"] < len(todo) else ""
-                    print(f"[{state['done']:>{width}}/{len(todo)}] {learner.id} {shown}{eta}",
+                    print(f"[{state['done']:>{width}}/{len(todo)}] "
+                          f"{clean_text(learner.id, MAX_NAME)} {shown}{eta}",
                           file=progress, flush=True)
         finally:
             process.stop()
@@ -312,7 +355,7 @@ def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
         print("interrupted: writing what is graded so far (rerun to resume)", file=progress)
     elapsed = time.perf_counter() - started
 
-    rows = collect(learners, out_dir)
+    rows = collect(learners, out_dir, failures)
     write_csv(out, rows)
     write_summary(out_dir, rows)
     if todo:
@@ -328,33 +371,51 @@ def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
 # --- the class CSV and summary, rebuilt from results.json --------------------------------------
 
 
-def collect(learners: list[Learner], out_dir: Path) -> list[dict]:
-    """A row per learner from its results.json (or error.txt): the CSV's and summary's data."""
+def collect(learners: list[Learner], out_dir: Path,
+            failures: dict[str, str] | None = None) -> list[dict]:
+    """A row per learner from its results.json (or error.txt, or ``failures``: learners whose
+    files this run could not write): the CSV's and summary's data."""
     rows = []
     for learner in learners:
         folder = out_dir / learner.id
         row = {"learner": learner.id, "total": None, "stages": {}, "seconds": None,
                "notes": [], "mistakes": [], "max": {}}
+        if learner.id in (failures or {}):
+            row["notes"] = [f"not graded: {failures[learner.id]}"]
+            rows.append(row)
+            continue
         try:
             data = json.loads((folder / RESULTS).read_text(encoding="utf-8"))
+            row.update(_graded_row(data))
         except FileNotFoundError:
-            error = (folder / ERROR).read_text(encoding="utf-8").strip() \
-                if (folder / ERROR).is_file() else "not graded yet"
+            try:
+                error = (folder / ERROR).read_text(encoding="utf-8", errors="replace").strip()
+            except OSError:
+                error = "not graded yet"
             row["notes"] = [f"not graded: {error}"]
-        except (OSError, ValueError) as error:
-            row["notes"] = [f"not graded: its {RESULTS} is unreadable ({error}); use --force"]
-        else:
-            extra = data.get("extra_data", {})
-            graded = extra.get("graded_stages") or STAGE_NAMES  # --stage: only those count
-            stages = {s: v for s, v in extra.get("stages", {}).items() if s in graded}
-            row["total"] = float(data["score"])
-            row["stages"] = {s: v["score"] for s, v in stages.items()}
-            row["max"] = {s: v["max_score"] for s, v in stages.items()}
-            row["seconds"] = data.get("execution_time")
-            row["notes"] = list(extra.get("notes", []))
-            row["mistakes"] = [m for m in extra.get("mistakes", []) if m["stage"] in graded]
+        except Exception as error:  # noqa: BLE001 - unreadable, or not what the batch writes
+            row["notes"] = [f"not graded: its {RESULTS} is unreadable "
+                            f"({type(error).__name__}: {error}); use --force"]
         rows.append(row)
     return rows
+
+
+def _graded_row(data: dict) -> dict:
+    """The row's fields from a results.json; raises if it is not one the batch wrote."""
+    extra = data.get("extra_data", {})
+    graded = extra.get("graded_stages") or STAGE_NAMES  # --stage: only those count
+    stages = {s: v for s, v in extra.get("stages", {}).items() if s in graded}
+    mistakes = [m for m in extra.get("mistakes", []) if m["stage"] in graded]
+    if not all(m["stage"] in STAGE_NAMES and isinstance(m["test"], str)
+               and isinstance(m["message"], str) for m in mistakes):
+        raise ValueError("a mistake without a stage, test and message")
+    return {"total": float(data["score"]),
+            "stages": {s: float(v["score"]) for s, v in stages.items()},
+            "max": {s: float(v["max_score"]) for s, v in stages.items()},
+            "seconds": None if data.get("execution_time") is None
+            else float(data["execution_time"]),
+            "notes": [str(note) for note in extra.get("notes", [])],
+            "mistakes": mistakes}
 
 
 def _number(x: float | None) -> str:
@@ -400,8 +461,9 @@ def write_summary(out_dir: Path, rows: list[dict]) -> None:
     graded = [r for r in rows if r["total"] is not None]
     lines = [f"# Class summary: {len(graded)} of {len(rows)} learners graded", ""]
     if len(graded) < len(rows):
-        lines += [f"{len(rows) - len(graded)} not graded (the CSV's notes say why; a rerun "
-                  "retries them).", ""]
+        lines += [f"{len(rows) - len(graded)} not graded (a rerun retries them):", ""]
+        lines += [f"- {_cell(r['learner'], 60)}: {_cell('; '.join(r['notes']))}"
+                  for r in rows if r["total"] is None] + [""]
     if graded:
         totals = sorted(r["total"] for r in graded)
         median = totals[len(totals) // 2] if len(totals) % 2 else \
@@ -420,6 +482,9 @@ def write_summary(out_dir: Path, rows: list[dict]) -> None:
                             and not any(m["stage"] == stage for m in r["mistakes"]))
             lines.append(f"| {stage} | {sum(scores) / len(scores):.1f} | {out_of:g} | {full} "
                          f"| {untouched} |")
+        left_out = [s for s in STAGE_NAMES if not any(s in r["stages"] for r in graded)]
+        if left_out:
+            lines += ["", f"Not graded in this batch (--stage): {', '.join(left_out)}."]
         lines.append("")
         if _histogram(out_dir / HISTOGRAM, totals):
             lines += [f"![score histogram]({HISTOGRAM})", ""]

@@ -13,26 +13,13 @@ import secrets
 import time
 from pathlib import Path
 
+from .sandbox import FIRST_UID, UIDS_PER_SUBMISSION, choose_launcher
+
 SUITES = Path(__file__).resolve().parent / "suites"
-FIRST_UID = 200_000  # unprivileged users for learner code; no two live submissions share one
 
 
 class GraderError(RuntimeError):
     """The grader itself could not run (not the learner's fault)."""
-
-
-def choose_launcher(kind: str):
-    """The sandbox to run learner code in: bwrap when usable, else a plain process (warned)."""
-    from .worker_client import PlainLauncher
-
-    if kind == "process":
-        return PlainLauncher()
-    from .sandbox import BwrapLauncher
-
-    launcher = BwrapLauncher.find()
-    if launcher is None and kind == "bwrap":
-        raise GraderError("--sandbox bwrap, but bubblewrap (bwrap) is not usable here")
-    return launcher or PlainLauncher()
 
 
 def choose_devices(kind: str) -> list[str]:
@@ -71,8 +58,9 @@ class Grader:
 
     def __init__(self, device: str = "auto", sandbox: str = "auto", limits=None,
                  first_uid: int = FIRST_UID, uids: int = 50_000) -> None:
-        """``first_uid`` and ``uids``: the users learner code runs as, one per submission in
-        turn; graders running side by side need ranges that do not overlap."""
+        """``first_uid`` and ``uids``: the users learner code runs as, a block of
+        ``UIDS_PER_SUBMISSION`` per submission in turn (one per stage process); graders running
+        side by side need ranges that do not overlap."""
         from .worker_client import Limits, Worker
 
         self.launcher = choose_launcher(sandbox)
@@ -81,7 +69,7 @@ class Grader:
         self.worker = Worker(limits or Limits(), self.launcher)
         self.device = device
         self._devices: list[str] | None = None
-        self._uids = itertools.cycle(range(first_uid, first_uid + uids))
+        self._uids = itertools.cycle(range(first_uid, first_uid + uids, UIDS_PER_SUBMISSION))
 
     @property
     def devices(self) -> list[str]:
@@ -92,14 +80,21 @@ class Grader:
     def grade(self, path: Path, seed: int | None = None, stages: list[str] | None = None):
         """Grade the submission at ``path`` (a folder or a .zip); returns its ``Grade``."""
         from .plugin import GradingContext
-        from .report import grade as score
+        from .results import score
         from .rubric import load
         from .submission import prepare
+        from .worker_client import WorkerError
 
         started = time.perf_counter()
+        if self.worker.failed is not None:  # a failed start: one more try for each submission
+            self.worker.restart()
+        try:
+            self.worker.wait_ready()
+        except WorkerError as error:
+            raise GraderError(str(error)) from error
         prepared = prepare(Path(path))
-        files = {p.name: p.read_text(encoding="utf-8") for p in prepared.folder.glob("*.py")}
-        uid = next(self._uids) if "uid" in self.launcher.child_limits() else None
+        files = prepared.files
+        uid = next(self._uids) if self.launcher.uses_uids() else None
         context = GradingContext(
             worker=self.worker, devices=self.devices, files=files, uid=uid,
             seed=secrets.randbelow(2**31) if seed is None else seed,
@@ -109,7 +104,10 @@ class Grader:
             results = run_suites(context, stages)
         finally:
             context.close()
-            prepared.cleanup()
+        failures = sorted({r.message for r in results if r.grader_error})
+        if failures:  # never a learner's zero: the grade is not given at all
+            raise GraderError(f"{len(failures)} internal error(s) while grading {path}: "
+                              + " | ".join(failures[:3]))
         rubric = load()
         if stages is None:
             rubric.check_tests({r.name for r in results})
@@ -118,7 +116,7 @@ class Grader:
             notes.append(self.launcher.warning)
         if self.worker.restarts > restarts:
             notes.append("your code ended the grading worker, which was restarted")
-        return score(results, rubric, submission=str(path), seed=context.seed,
+        return score(results, rubric, stages, submission=str(path), seed=context.seed,
                      devices=list(self.devices), sandbox=self.launcher.name,
                      seconds=time.perf_counter() - started, notes=notes)
 

@@ -16,22 +16,8 @@ import pytest
 
 from lumen.stages import STAGE_NAMES
 
+from .results import TestResult
 from .worker_client import StageSession, Worker
-
-
-@dataclass
-class TestResult:
-    """One hidden test's verdict, before scoring."""
-
-    name: str  # the test function's name, the rubric's key
-    stage: str
-    title: str  # the docstring's first line
-    passed: bool
-    message: str = ""  # the Mistake's message, for the learner
-    not_implemented: bool = False
-    grader_error: bool = False  # a bug in the grader, not the learner's fault
-    seconds: float = 0.0
-    output: str = ""  # what the learner's code printed during the test
 
 
 @dataclass
@@ -41,7 +27,7 @@ class GradingContext:
     worker: Worker
     devices: list[str]
     files: dict[str, str]  # the learner's file name -> text, as sent to each stage child
-    uid: int | None = None  # the unprivileged user its code runs as (in the sandbox)
+    uid: int | None = None  # the first of its block of unprivileged users (in the sandbox)
     seed: int = field(default_factory=lambda: secrets.randbelow(2**31))
     deadline: float = field(default_factory=lambda: float("inf"))
     sessions: dict[str, StageSession] = field(default_factory=dict)
@@ -49,12 +35,12 @@ class GradingContext:
     stages: list[str] | None = None  # the stages graded (None: all)
 
     def session(self, stage: str) -> StageSession:
-        from .reference import stage_request
+        from .stage_request import stage_request
 
         if not self.sessions:  # the first test: one child per stage, this stage's first
             for name in self.stages or STAGE_NAMES:
                 request = {**stage_request(name), "files": self.files,
-                           "limits": self.child_limits()}
+                           "limits": self.child_limits(name)}
                 self.sessions[name] = StageSession(self.worker, name, request, self.deadline)
             first = self.sessions[stage]
             first.start()
@@ -65,13 +51,13 @@ class GradingContext:
         for session in self.sessions.values():
             session.start()
 
-    def child_limits(self) -> dict:
+    def child_limits(self, stage: str) -> dict:
+        """What ``stage``'s process may use; its own user id (the submission's block of user
+        ids, one per stage), so no two stage processes share a user."""
         limits = self.worker.limits
-        out = {"memory_bytes": limits.memory_bytes, "file_bytes": limits.file_bytes,
-               "cuda": "cuda" in self.devices, **self.worker.launcher.child_limits()}
-        if self.uid is not None and "uid" in out:
-            out["uid"] = self.uid
-        return out
+        uid = None if self.uid is None else self.uid + STAGE_NAMES.index(stage)
+        return {"memory_bytes": limits.memory_bytes, "file_bytes": limits.file_bytes,
+                "cuda": "cuda" in self.devices, **self.worker.launcher.child_limits(uid)}
 
     def test_seed(self, name: str) -> int:
         """A seed per test, derived from the run's seed: one number reproduces the whole run."""
@@ -82,8 +68,7 @@ class GradingContext:
         """End this submission's children and anything they left running."""
         for session in self.sessions.values():
             session.close()
-        if self.uid is not None:
-            self.worker.kill_user(self.uid)
+        self.worker.reap()
 
 
 class GradingPlugin:
@@ -124,7 +109,12 @@ class GradingPlugin:
         outcome = yield
         report = outcome.get_result()
         if call.when == "setup" and report.failed or call.when == "call":
-            self.context.results.append(_verdict(item, call, report))
+            verdict = _verdict(item, call, report)
+            session = self.context.sessions.get(verdict.stage)
+            if session is not None:  # shown with a failing check (truncated, sanitised)
+                printed = session.take_printed()
+                verdict.output = "" if verdict.passed else printed
+            self.context.results.append(verdict)
 
 
 def _stage_of(node: pytest.Item) -> str:

@@ -1,75 +1,28 @@
 """Scores and reports: Gradescope's results.json, the terminal report, JUnit XML.
 
-All three are views of one ``Grade``, computed once from the verdicts and the rubric.
+All three are views of one ``Grade`` (autograder/results.py), computed once from the verdicts
+and the rubric. Text
+from learner code arrives cleaned (``untrusted.clean_reply``); the writers still never raise on
+any string: a lone surrogate is replaced, and JUnit drops what XML 1.0 cannot hold.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
 from xml.etree import ElementTree
 
-from lumen.stages import STAGE_NAMES, stage
+from lumen.stages import stage
 
-from .plugin import TestResult
-from .rubric import Rubric
+from .results import Grade, StageGrade
+from .untrusted import clean_text, encodable
 
-
-@dataclass
-class StageGrade:
-    name: str
-    score: float
-    max_score: float
-    tests: list[tuple[TestResult, float, float]]  # (verdict, score, max)
-
-    @property
-    def not_implemented(self) -> bool:
-        return all(r.not_implemented for r, _, _ in self.tests)
-
-    @property
-    def first_failure(self) -> TestResult | None:
-        return next((r for r, _, _ in self.tests if not r.passed), None)
-
-
-@dataclass
-class Grade:
-    submission: str
-    stages: list[StageGrade]
-    seed: int
-    devices: list[str]
-    sandbox: str
-    seconds: float
-    notes: list[str] = field(default_factory=list)  # warnings for the reader (no sandbox, ...)
-
-    @property
-    def score(self) -> float:
-        return sum(s.score for s in self.stages)
-
-    @property
-    def max_score(self) -> float:
-        return sum(s.max_score for s in self.stages)
-
-    @property
-    def grader_errors(self) -> list[TestResult]:
-        return [r for s in self.stages for r, _, _ in s.tests if r.grader_error]
-
-
-def grade(results: list[TestResult], rubric: Rubric, **info) -> Grade:
-    """Score every verdict by the rubric; a rubric test with no verdict did not run: 0."""
-    by_name = {r.name: r for r in results}
-    stages = []
-    for name in STAGE_NAMES:
-        rows = []
-        for test, points in rubric.points[name].items():
-            result = by_name.get(test) or TestResult(
-                name=test, stage=name, title=test, passed=False,
-                message="this test did not run (the grading run was cut short)")
-            rows.append((result, points if result.passed else 0.0, points))
-        stages.append(StageGrade(name, sum(r[1] for r in rows), rubric.stage_max(name), rows))
-    return Grade(stages=stages, **info)
+#: What XML 1.0 cannot hold, even escaped: C0 controls but tab, newline and CR; surrogates;
+#: U+FFFE and U+FFFF.
+XML_FORBIDDEN = re.compile(r"[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def stage_line(s: StageGrade) -> str:
@@ -85,7 +38,7 @@ def stage_line(s: StageGrade) -> str:
 
 def terminal(g: Grade) -> str:
     """The report a learner or instructor reads: six stages, then what to fix first."""
-    lines = [f"lumen autograder: {g.submission}",
+    lines = [f"lumen autograder: {clean_text(g.submission, 500)}",  # a path a learner named
              f"  seed {g.seed}, devices {', '.join(g.devices)}, sandbox: {g.sandbox}, "
              f"{g.seconds:.1f} s", ""]
     lines += [stage_line(s) for s in g.stages]
@@ -97,9 +50,14 @@ def terminal(g: Grade) -> str:
             first = s.first_failure
             lines.append(f"  {s.name} ({stage(s.name).section}): {first.title}")
             lines.append(f"    {first.message}")
+            if first.output.strip():  # already cleaned and bounded where it came in
+                lines.append("    Your code printed:")
+                lines += [f"      {line}" for line in first.output.rstrip().splitlines()]
         lines.append("")
+    if g.not_graded:
+        lines.append(f"Not graded in this run (--stage): {', '.join(g.not_graded)}")
     lines += [f"Note: {note}" for note in g.notes]
-    return "\n".join(lines).rstrip() + "\n"
+    return encodable("\n".join(lines).rstrip() + "\n")  # printable on any UTF-8 terminal
 
 
 def gradescope(g: Grade, visibility: str = "after_due_date") -> dict:
@@ -139,6 +97,11 @@ def gradescope(g: Grade, visibility: str = "after_due_date") -> dict:
     }
 
 
+def xml_text(text: str) -> str:
+    """``text`` without the characters XML 1.0 forbids (ElementTree would write them raw)."""
+    return XML_FORBIDDEN.sub("", text)
+
+
 def junit(g: Grade) -> str:
     """JUnit XML: a test suite per stage, for CI systems that draw them."""
     root = ElementTree.Element("testsuites", name="lumen autograder",
@@ -148,10 +111,11 @@ def junit(g: Grade) -> str:
             root, "testsuite", name=s.name, tests=str(len(s.tests)),
             failures=str(sum(1 for r, _, _ in s.tests if not r.passed)))
         for r, _, _ in s.tests:
-            case = ElementTree.SubElement(suite, "testcase", classname=s.name, name=r.name,
-                                          time=f"{r.seconds:.3f}")
+            case = ElementTree.SubElement(suite, "testcase", classname=s.name,
+                                          name=xml_text(r.name), time=f"{r.seconds:.3f}")
             if not r.passed:
-                ElementTree.SubElement(case, "failure", message=r.message[:500]).text = r.message
+                message = xml_text(r.message)
+                ElementTree.SubElement(case, "failure", message=message[:500]).text = message
     return ElementTree.tostring(root, encoding="unicode")
 
 
@@ -161,7 +125,8 @@ def write_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        # backslashreplace: a lone surrogate is written as its escape, never an error
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
@@ -171,5 +136,17 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
+def _encodable(value: object) -> object:
+    """``value`` with every string in it (keys too) encodable: json.dumps would write a lone
+    surrogate as a "\\ud800" escape, which strict JSON readers refuse."""
+    if isinstance(value, str):
+        return encodable(value)
+    if isinstance(value, dict):
+        return {_encodable(k): _encodable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_encodable(v) for v in value]
+    return value
+
+
 def write_json(path: Path, data: dict) -> None:
-    write_atomic(path, json.dumps(data, indent=2) + "\n")
+    write_atomic(path, json.dumps(_encodable(data), indent=2) + "\n")

@@ -91,3 +91,38 @@ def test_reference_gets_full_marks_on_cuda():
     assert run.returncode == 0, run.stderr
     assert "devices cpu, cuda" in run.stdout
     assert _total(run.stdout) == "100.0 / 100", run.stdout
+
+
+def test_what_the_code_printed_is_shown_with_a_failing_check(tmp_path):
+    """A print in a failing check appears in the terminal report and in results.json; a flood
+    is cut to a few KB with a note."""
+    from tests.variants.build import make_submission
+
+    folder = make_submission(tmp_path / "printing", {"embeddings:Embedding.forward": '''
+        def forward(self, ids):
+            print("looking up", tuple(ids.shape))
+            print("x" * 100_000)
+            return self.weight[ids] * 2
+    '''})
+    out = tmp_path / "results.json"
+    run = _grade(str(folder), "--stage", "embedding", "--out", str(out))
+    assert run.returncode == 0, run.stderr
+    assert "Your code printed:" in run.stdout and "looking up ()" in run.stdout
+    assert "more characters of output not shown" in run.stdout
+    assert len(run.stdout) < 20_000, "the flood must be cut"
+    tests = json.loads(out.read_text())["tests"]
+    failed = next(t for t in tests if t["status"] == "failed")
+    assert "Your code printed:" in failed["output"] and "looking up" in failed["output"]
+
+
+def test_stage_shows_only_the_stages_graded(tmp_path):
+    out = tmp_path / "results.json"
+    run = _grade("lumen", "--stage", "tying", "--out", str(out))
+    assert run.returncode == 0, run.stderr
+    assert _total(run.stdout) == "15.0 / 15", run.stdout
+    assert "cut short" not in run.stdout
+    assert "Not graded in this run (--stage): embedding, onehot, neighbours, params, init" \
+        in run.stdout
+    results = json.loads(out.read_text())
+    assert set(results["extra_data"]["stages"]) == {"tying"}
+    assert {t["tags"][0] for t in results["tests"]} == {"tying"}

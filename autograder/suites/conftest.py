@@ -43,9 +43,7 @@ class _Direct:
         from autograder.plugin import GradingContext, GradingPlugin
         from autograder.submission import prepare
 
-        prepared = prepare(submission)
-        files = {p.name: p.read_text(encoding="utf-8") for p in prepared.folder.glob("*.py")}
-        prepared.cleanup()
+        files = prepare(submission).files
         context = GradingContext(worker=grader.worker, devices=grader.devices, files=files)
         if seed is not None:
             context.seed = seed
