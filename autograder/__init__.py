@@ -2,5 +2,11 @@
 
 ``python -m autograder grade PATH`` (or ``make grade SUBMISSION=PATH``). Learner code runs only
 in a worker process (``sandboxed/``); the hidden suites (``suites/``), the reference and the
-scores stay in this process.
+scores stay in this process. Start reading at ``grading.py``: the five steps of a grade.
 """
+
+import sys
+
+if sys.version_info < (3, 11):  # noqa: UP036 - said once, here, before tomllib fails
+    raise SystemExit(f"the grader needs Python 3.11 or newer (it reads rubric.toml with "
+                     f"tomllib); this is Python {sys.version.split()[0]}")

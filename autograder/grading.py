@@ -1,25 +1,36 @@
-"""Grading submissions: one warm worker, then any number of submissions through it.
+"""Grading a submission, in five steps: take it in, open its stage processes, run the hidden
+checks, score them, and gather what the report says.
 
 ``Grader`` starts the worker at once (it imports torch while this process does too), then
 grades submission after submission through the same worker, so a class costs one torch import
-per worker rather than one per learner. ``grade`` is the one-submission shortcut.
+per worker rather than one per learner. ``grade`` is the one-submission shortcut. What each
+step uses, in the order they run:
+
+1. ``submission.prepare``: the learner's files, as data, and what was wrong with them;
+2. ``Submission.open``: one process per stage in the worker (``worker_client``), each sent a
+   ``stage_request.StageRequest``, under the limits ``sandbox`` decides;
+3. ``run_suites``: pytest over ``suites/``, whose tests call probes in those processes and
+   turn what comes back into ``results.TestResult`` verdicts (``suites/plugin.py``);
+4. ``results.score``: points per verdict from ``rubric.toml``;
+5. the ``Grade``'s notes; ``report`` then shows it (terminal, results.json, JUnit).
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import os
 import secrets
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from .sandbox import FIRST_UID, UIDS_PER_SUBMISSION, choose_launcher
+from lumen.stages import STAGE_NAMES
+
+from .results import Grade, GraderError, TestResult, score
+from .sandbox import FIRST_UID, UIDS_PER_SUBMISSION, choose_launcher, wants_gpu
 
 SUITES = Path(__file__).resolve().parent / "suites"
-
-
-class GraderError(RuntimeError):
-    """The grader itself could not run (not the learner's fault)."""
 
 
 def choose_devices(kind: str) -> list[str]:
@@ -32,8 +43,57 @@ def choose_devices(kind: str) -> list[str]:
     return ["cpu", "cuda"] if has_cuda and kind in ("auto", "cuda") else ["cpu"]
 
 
-def run_suites(context, stages: list[str] | None = None) -> list:
-    """Run the hidden suites (all, or those of ``stages``) for one submission's context."""
+@dataclass
+class Submission:
+    """One submission being graded: its files, its stage processes, its seed and verdicts."""
+
+    worker: object  # worker_client.Worker
+    devices: list[str]
+    files: dict[str, str]  # the learner's file name -> text, as sent to each stage process
+    uid: int | None = None  # the first of its block of unprivileged users (in the sandbox)
+    seed: int = field(default_factory=lambda: secrets.randbelow(2**31))
+    deadline: float = field(default_factory=lambda: float("inf"))
+    stages: list[str] | None = None  # the stages graded (None: all)
+    sessions: dict = field(default_factory=dict)  # stage -> worker_client.StageSession
+    results: list[TestResult] = field(default_factory=list)
+
+    def open(self) -> None:
+        """Start a process for every stage graded; they load side by side."""
+        for name in self.stages or STAGE_NAMES:
+            self.session(name).start()
+
+    def session(self, stage: str):
+        """The stage's process (started on first use when pytest runs the suites directly)."""
+        from .stage_request import stage_request
+        from .worker_client import StageSession
+
+        if stage not in self.sessions:
+            request = stage_request(stage, self.files, self.limits(stage))
+            self.sessions[stage] = StageSession(self.worker, request, self.deadline)
+        return self.sessions[stage]
+
+    def limits(self, stage: str) -> dict:
+        """What ``stage``'s process may use, and its own user id (one of the submission's
+        block), so no two stage processes share a user."""
+        limits = self.worker.limits
+        uid = None if self.uid is None else self.uid + STAGE_NAMES.index(stage)
+        return {"memory_bytes": limits.memory_bytes, "file_bytes": limits.file_bytes,
+                "cuda": "cuda" in self.devices, **self.worker.launcher.child_limits(uid)}
+
+    def test_seed(self, name: str) -> int:
+        """A seed per test, derived from the run's seed: one number reproduces the whole run."""
+        digest = hashlib.sha256(f"{self.seed}:{name}".encode()).digest()
+        return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+    def close(self) -> None:
+        """End every process of this submission, and wait until each one is gone."""
+        for session in self.sessions.values():
+            session.close()
+        self.worker.reap()
+
+
+def run_suites(submission: Submission, stages: list[str] | None = None) -> list[TestResult]:
+    """Run the hidden suites (all, or those of ``stages``) for one submission."""
     os.environ.setdefault("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")  # ~1 s of plugin scanning
     import pytest
     import torch
@@ -41,31 +101,34 @@ def run_suites(context, stages: list[str] | None = None) -> list:
     # The reference's tensors are tiny: one thread avoids ~100x slower forwards on a busy CPU.
     torch.set_num_threads(1)
 
-    from .plugin import GradingPlugin
+    from .suites.plugin import GradingPlugin
 
     paths = [str(SUITES / f"test_{s}.py") for s in stages] if stages else [str(SUITES)]
     args = [*paths, "-c", str(SUITES / "pytest.ini"), "--rootdir", str(SUITES),
             "-p", "no:terminal", "-p", "no:cacheprovider", "-p", "no:logging",
             "-p", "no:junitxml", "-p", "no:doctest", "-p", "no:pastebin"]
-    code = pytest.main(args, plugins=[GradingPlugin(context)])
+    code = pytest.main(args, plugins=[GradingPlugin(submission)])
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         raise GraderError(f"the hidden suites could not run (pytest exit code {code})")
-    return context.results
+    return submission.results
 
 
 class Grader:
     """A warm worker and the settings every submission is graded with."""
 
     def __init__(self, device: str = "auto", sandbox: str = "auto", limits=None,
-                 first_uid: int = FIRST_UID, uids: int = 50_000) -> None:
+                 first_uid: int | None = None, uids: int = 50_000) -> None:
         """``first_uid`` and ``uids``: the users learner code runs as, a block of
-        ``UIDS_PER_SUBMISSION`` per submission in turn (one per stage process); graders running
-        side by side need ranges that do not overlap."""
+        ``UIDS_PER_SUBMISSION`` per submission in turn (one per stage process). Graders running
+        side by side need ranges that do not overlap (RLIMIT_NPROC counts per user): a batch
+        gives each of its processes its own; by default a grader picks one at random."""
+        if first_uid is None:
+            first_uid = FIRST_UID + 1_000_000 + UIDS_PER_SUBMISSION * secrets.randbelow(100_000)
+        self.uid_range = range(first_uid, first_uid + uids)
         from .worker_client import Limits, Worker
 
         self.launcher = choose_launcher(sandbox)
-        # Decided before torch is imported here: whether the sandbox shows the GPU.
-        self.launcher.cuda = device != "cpu" and os.path.exists("/dev/nvidiactl")
+        self.launcher.cuda = wants_gpu(device)  # before torch is imported here
         self.worker = Worker(limits or Limits(), self.launcher)
         self.device = device
         self._devices: list[str] | None = None
@@ -77,48 +140,51 @@ class Grader:
             self._devices = choose_devices(self.device)
         return self._devices
 
-    def grade(self, path: Path, seed: int | None = None, stages: list[str] | None = None):
-        """Grade the submission at ``path`` (a folder or a .zip); returns its ``Grade``."""
-        from .plugin import GradingContext
-        from .results import score
+    def grade(self, path: Path, seed: int | None = None,
+              stages: list[str] | None = None) -> Grade:
+        """Grade the submission at ``path`` (a folder or a .zip), stage by stage."""
         from .rubric import load
         from .submission import prepare
-        from .worker_client import WorkerError
 
         started = time.perf_counter()
-        if self.worker.failed is not None:  # a failed start: one more try for each submission
+        self._ready()
+        prepared = prepare(Path(path))  # 1. take in the submission: its files, as data
+
+        submission = Submission(  # 2. open the stage processes
+            worker=self.worker, devices=self.devices, files=prepared.files,
+            uid=next(self._uids) if self.launcher.uses_uids() else None,
+            seed=secrets.randbelow(2**31) if seed is None else seed,
+            deadline=time.monotonic() + self.worker.limits.submission_seconds, stages=stages)
+        restarts = self.worker.restarts
+        try:
+            submission.open()
+            results = run_suites(submission, stages)  # 3. run the checks
+        finally:
+            submission.close()  # every process of it gone before anything else runs
+
+        _no_grader_errors(results, path)  # 4. score: never a grade if the grader failed
+        rubric = load()
+        if stages is None:
+            rubric.check_tests({r.name for r in results})
+        notes = [*prepared.notes, *prepared.problems.values()]  # 5. what the report says
+        if self.launcher.warning:
+            notes.append(self.launcher.warning)
+        if self.worker.restarts > restarts:
+            notes.append("your code ended the grading worker, which was restarted")
+        return score(results, rubric, stages, submission=str(path), seed=submission.seed,
+                     devices=list(self.devices), sandbox=self.launcher.name,
+                     seconds=time.perf_counter() - started, notes=notes)
+
+    def _ready(self) -> None:
+        """The worker is up, or a GraderError: a failed start gets one more try each time."""
+        from .worker_client import WorkerError
+
+        if self.worker.failed is not None:
             self.worker.restart()
         try:
             self.worker.wait_ready()
         except WorkerError as error:
             raise GraderError(str(error)) from error
-        prepared = prepare(Path(path))
-        files = prepared.files
-        uid = next(self._uids) if self.launcher.uses_uids() else None
-        context = GradingContext(
-            worker=self.worker, devices=self.devices, files=files, uid=uid,
-            seed=secrets.randbelow(2**31) if seed is None else seed,
-            deadline=time.monotonic() + self.worker.limits.submission_seconds, stages=stages)
-        restarts = self.worker.restarts
-        try:
-            results = run_suites(context, stages)
-        finally:
-            context.close()
-        failures = sorted({r.message for r in results if r.grader_error})
-        if failures:  # never a learner's zero: the grade is not given at all
-            raise GraderError(f"{len(failures)} internal error(s) while grading {path}: "
-                              + " | ".join(failures[:3]))
-        rubric = load()
-        if stages is None:
-            rubric.check_tests({r.name for r in results})
-        notes = [*prepared.notes, *prepared.problems.values()]
-        if getattr(self.launcher, "warning", None):
-            notes.append(self.launcher.warning)
-        if self.worker.restarts > restarts:
-            notes.append("your code ended the grading worker, which was restarted")
-        return score(results, rubric, stages, submission=str(path), seed=context.seed,
-                     devices=list(self.devices), sandbox=self.launcher.name,
-                     seconds=time.perf_counter() - started, notes=notes)
 
     def close(self) -> None:
         self.worker.close()
@@ -130,8 +196,15 @@ class Grader:
         self.close()
 
 
+def _no_grader_errors(results: list[TestResult], path: Path) -> None:
+    failures = sorted({r.message for r in results if r.grader_error})
+    if failures:
+        raise GraderError(f"{len(failures)} internal error(s) while grading {path}: "
+                          + " | ".join(failures[:3]))
+
+
 def grade(path: Path, device: str = "auto", sandbox: str = "auto", seed: int | None = None,
-          limits=None, stages: list[str] | None = None):
+          limits=None, stages: list[str] | None = None) -> Grade:
     """Grade one submission from a cold start."""
     with Grader(device, sandbox, limits) as grader:
         return grader.grade(path, seed, stages)

@@ -11,7 +11,12 @@ from dataclasses import dataclass, field
 
 from lumen.stages import STAGE_NAMES
 
+from .mistakes import NOT_RUN_MESSAGE, mistake_id
 from .rubric import Rubric
+
+
+class GraderError(RuntimeError):
+    """The grader itself could not run, or failed on its side: never a grade."""
 
 
 @dataclass
@@ -29,6 +34,11 @@ class TestResult:
     grader_error: bool = False  # a bug in the grader, not the learner's fault
     seconds: float = 0.0
     output: str = ""  # what the learner's code printed during the test, if it failed
+
+    @property
+    def mistake_id(self) -> str:
+        """The failure's stable id (``autograder/mistakes.py``): one per diagnosed mistake."""
+        return mistake_id(self.stage, self.name, self.message)
 
 
 @dataclass
@@ -81,7 +91,7 @@ def score(results: list[TestResult], rubric: Rubric, stages: list[str] | None = 
         for test, points in rubric.points[name].items():
             result = by_name.get(test) or TestResult(
                 name=test, stage=name, title=test, passed=False,
-                message="this test did not run (the grading run was cut short)")
+                message=NOT_RUN_MESSAGE)
             rows.append((result, points if result.passed else 0.0, points))
         graded.append(StageGrade(name, sum(r[1] for r in rows), rubric.stage_max(name), rows))
     return Grade(stages=graded, not_graded=[s for s in STAGE_NAMES if s not in chosen], **info)

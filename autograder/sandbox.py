@@ -13,7 +13,8 @@ Two launchers start the worker (``sandboxed/worker.py``):
 - ``PlainLauncher``: an ordinary child process with resource limits: the weaker fallback when
   bubblewrap is missing, said in every report.
 
-``choose_launcher`` picks one; ``Launcher.child_limits(uid)`` says what a stage process may use.
+``choose_launcher`` picks one, ``wants_gpu`` says whether the GPU is shown to it, and
+``child_limits(uid)`` says what a stage process may use.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from .results import GraderError
 
 REPO = Path(__file__).resolve().parents[1]
 FIRST_UID = 200_000  # unprivileged users for learner code
@@ -248,13 +251,16 @@ def _limited_cgroup(folder: Path, limit_file: str, limit: int) -> Path | None:
         return None
 
 
+def wants_gpu(device: str) -> bool:
+    """Whether the sandbox must show the GPU: decided before torch is imported."""
+    return device != "cpu" and os.path.exists("/dev/nvidiactl")
+
+
 def choose_launcher(kind: str) -> PlainLauncher:
     """The sandbox to run learner code in: bwrap when usable, else a plain process (warned)."""
     if kind == "process":
         return PlainLauncher()
     launcher = BwrapLauncher.find()
     if launcher is None and kind == "bwrap":
-        from .grading import GraderError
-
         raise GraderError("--sandbox bwrap, but bubblewrap (bwrap) is not usable here")
     return launcher or PlainLauncher()

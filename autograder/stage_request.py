@@ -11,6 +11,7 @@ sent: learner code could read anything in its process and carry it out.
 from __future__ import annotations
 
 import functools
+from dataclasses import asdict, dataclass
 
 from lumen import stages
 from solutions.release import LUMEN, stub
@@ -25,15 +26,24 @@ def given_source(module: str) -> str:
     return stub((LUMEN / name).read_text(encoding="utf-8"), name)
 
 
-@functools.cache
-def stage_request(stage: str) -> dict:
-    """What a worker child needs to grade ``stage``::
+@dataclass(frozen=True)
+class StageRequest:
+    """Everything one stage process is sent, and nothing else."""
 
-        {"stage": name,
-         "owns": {module: [qualnames the graded stage owns]},
-         "foreign": {module: [qualnames the other stages own]},
-         "given": {module: the learner's stub file}}
-    """
+    stage: str  # the stage graded
+    owns: dict[str, list[str]]  # module -> the qualnames the graded stage owns
+    foreign: dict[str, list[str]]  # module -> the qualnames the other stages own (scaffolded)
+    given: dict[str, str]  # module -> the learner's stub file: the fallback of a broken module
+    files: dict[str, str]  # the learner's files, name -> text
+    limits: dict  # what the process may use (memory, user id, ...: autograder/sandbox.py)
+
+    def message(self) -> dict:
+        """The request as the worker reads it (plain data for the wire)."""
+        return asdict(self)
+
+
+@functools.cache
+def _ownership(stage: str) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     stages.stage(stage)  # a ValueError for an unknown name
     owns: dict[str, list[str]] = {m: [] for m in MODULES}
     foreign: dict[str, list[str]] = {m: [] for m in MODULES}
@@ -41,9 +51,11 @@ def stage_request(stage: str) -> dict:
         for key in each.owns:
             module, qualname = key.split(":")
             (owns if each.name == stage else foreign)[module].append(qualname)
-    return {
-        "stage": stage,
-        "owns": owns,
-        "foreign": foreign,
-        "given": {m: given_source(m) for m in MODULES},
-    }
+    return owns, foreign
+
+
+def stage_request(stage: str, files: dict[str, str], limits: dict) -> StageRequest:
+    """What the process grading ``stage`` of a submission with ``files`` is sent."""
+    owns, foreign = _ownership(stage)
+    return StageRequest(stage=stage, owns=owns, foreign=foreign,
+                        given={m: given_source(m) for m in MODULES}, files=files, limits=limits)

@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lumen.stages import parse_stub_message
+
 from .untrusted import clean_reply  # every reply from learner code's process: cleaned once
 
 SANDBOXED = Path(__file__).resolve().parent / "sandboxed"
@@ -58,12 +60,19 @@ def error_dict(value: object) -> dict:
     ``type`` and ``message`` strings, ``where`` a list of strings, ``not_implemented`` a bool."""
     value = value if isinstance(value, dict) else {}
     where = value.get("where")
+    kind, message = str(value.get("type", "an unknown exception")), str(value.get("message", ""))
     return {
-        "type": str(value.get("type", "an unknown exception")),
-        "message": str(value.get("message", "")),
+        "type": kind,
+        "message": message,
         "where": [str(w) for w in where] if isinstance(where, list) else [],
-        "not_implemented": value.get("not_implemented") is True,
+        # decided here, from the message, by the one reader of stub messages
+        "not_implemented": kind == "NotImplementedError" and is_stub_message(message),
     }
+
+
+def is_stub_message(message: str) -> bool:
+    """Whether ``message`` is a stub's NotImplementedError (lumen/stages.py writes them)."""
+    return parse_stub_message(message) is not None
 
 
 class WorkerError(RuntimeError):
@@ -198,19 +207,17 @@ class Worker:
 class StageSession:
     """Probe calls for one stage, in one worker child, reopened if the child dies."""
 
-    def __init__(self, worker: Worker, stage: str, request: dict, deadline: float) -> None:
+    def __init__(self, worker: Worker, request, deadline: float) -> None:
+        """``request``: the stage_request.StageRequest its process is sent."""
         self.worker = worker
         self.deadline = deadline  # time.monotonic() by which the whole submission must be done
-        self.stage = stage
-        self.request = request  # reference sources and foreign functions for this stage
+        self.stage = request.stage
+        self.request = request
         self.sock: socket.socket | None = None
         self.pid: int | None = None
         self.import_errors: dict = {}
-        self.import_output = ""
         self.printed: list[str] = []  # what the learner's code printed since take_printed()
-        self.children = 0
         self._started: float | None = None  # when start() forked a child not yet heard from
-        self.on_loaded = None  # called once, when the child has loaded the submission
         self.timeouts = 0  # probes of this stage that ran out of time
 
     def _drop(self) -> None:
@@ -237,10 +244,9 @@ class StageSession:
         self._started = time.monotonic()
         try:
             self.sock = self.worker.connect()
-            self.children += 1
             self.sock.settimeout(max(self.worker.limits.import_seconds, 0.01))
             self.pid = int(clean_reply(protocol.recv(self.sock))["pid"])
-            protocol.send(self.sock, self.request)
+            protocol.send(self.sock, self.request.message())
         except (TimeoutError, EOFError, ConnectionError, OSError, protocol.ProtocolError,
                 KeyError, TypeError, ValueError):
             self._drop()  # _open reports it, when the stage is graded
@@ -272,12 +278,9 @@ class StageSession:
             return Outcome(crashed="the process running the submission answered with something "
                            "the grader does not send (did your code write to its socket?)")
         self.import_errors = {str(m): error_dict(e) for m, e in imports.items()}
-        self.import_output = hello.get("output", "")
-        if isinstance(self.import_output, str):
-            self.printed.append(self.import_output)
-        if self.on_loaded is not None:
-            hook, self.on_loaded = self.on_loaded, None
-            hook()
+        printed = hello.get("output", "")
+        if isinstance(printed, str):  # what the learner's code printed at import
+            self.printed.append(printed)
         return None
 
     def call(self, probe: str, seed: int = 0, timeout: float | None = None, **args) -> Outcome:

@@ -2,8 +2,7 @@
 # Learners: read it, run it, no need to change it. Course staff: edit lumen/explore.py.
 """See the chapter's functions at work on real data: GPT-2's tokenizer and GloVe word vectors.
 
-    python -m lumen.explore                          # the reference solution
-    python -m exercises.explore --figure mine.png    # your code, from the repository's root
+    python -m exercises.explore --figure mine.png    # your code, from the folder above exercises/
 
 Four sections, one or two stages each, then a figure. A stage you have not written yet is
 skipped with a note, so you can run this after every stage and watch more of it come alive.
@@ -13,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,6 +20,7 @@ import torch
 
 from .embeddings import Embedding, embed_via_onehot, expected_dot_std
 from .params import PRESETS, count_params, format_table
+from .stages import parse_stub_message
 from .tokenizer import encode, token_strings
 from .vectors import WordVectors, load_glove
 
@@ -42,10 +41,10 @@ CLUSTERS: dict[str, tuple[str, ...]] = {
 
 def _skipped(error: NotImplementedError, stage: str) -> str:
     """A one-line note for a section whose stage is not written yet."""
-    stub = re.match(r"([\w.]+) is not implemented yet \(stage '(\w+)'\)", str(error))
+    stub = parse_stub_message(str(error))
     if stub is None:
         return f"stage '{stage}' not implemented yet - skipped ({error})"
-    return f"stage '{stub[2]}' not implemented yet - skipped ({stub[1]} is still a stub)"
+    return f"stage '{stub[1]}' not implemented yet - skipped ({stub[0]} is still a stub)"
 
 
 def section(title: str, stage: str, body: Callable[[], None]) -> None:
@@ -260,7 +259,7 @@ def save_figure(path: Path, words: WordVectors | None) -> None:
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5.5), layout="constrained")
     if words is None:
-        left.text(0.5, 0.5, "GloVe is not installed: run `make setup`", ha="center")
+        left.text(0.5, 0.5, "GloVe is not installed: pip install -r requirements.txt", ha="center")
         left.set_axis_off()
     else:
         _pca_panel(left, words)

@@ -126,3 +126,13 @@ def test_stage_shows_only_the_stages_graded(tmp_path):
     results = json.loads(out.read_text())
     assert set(results["extra_data"]["stages"]) == {"tying"}
     assert {t["tags"][0] for t in results["tests"]} == {"tying"}
+
+
+def test_the_hidden_suites_select_a_stage_by_marker():
+    """``pytest autograder/suites --submission PATH -m STAGE`` runs that stage's tests only."""
+    run = subprocess.run([sys.executable, "-m", "pytest", "autograder/suites", "--submission",
+                          "lumen", "-m", "tying", "-q", "-p", "no:cacheprovider"],
+                         cwd=REPO, capture_output=True, text=True, timeout=300)
+    tying = len(load().points["tying"])
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert f"{tying} passed" in run.stdout and "deselected" in run.stdout, run.stdout

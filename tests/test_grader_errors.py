@@ -39,7 +39,7 @@ def test_a_worker_that_never_starts_gives_no_grade(tmp_path, monkeypatch, capsys
 
 BROKEN_SUITE = """
 import sys
-import autograder.feedback as feedback
+import autograder.suites.feedback as feedback
 
 def broken(*args, **kwargs):
     raise KeyError("a bug in the hidden suite")

@@ -195,7 +195,7 @@ ATTACKS = {
         return {"\x1b[2J\ud800" * 100: "\u202e", "ok": ["\x1b]0;t\x07"]}
     '''),
 }
-#: Through the command line too. (What code prints is in no report yet: the Outcome test.)
+#: Through the command line too.
 MAIN = ["a lone surrogate in a message", "a lone surrogate in an error at import",
         "terminal escapes in a message", "an object whose class name has escapes"]
 
@@ -230,16 +230,20 @@ def grader():
 @pytest.mark.parametrize("attack", list(ATTACKS))
 def test_every_reply_is_clean_where_it_enters(grader, tmp_path, monkeypatch, attack):
     """Each probe's Outcome (message, traceback, output, values) and each report, clean."""
-    outcomes, sessions = [], []
-    call = StageSession.call
+    outcomes, taken = [], []
+    call, take = StageSession.call, StageSession.take_printed
 
     def spy(self, *args, **kwargs):
         outcome = call(self, *args, **kwargs)
         outcomes.append(outcome)
-        sessions.append(self)
         return outcome
 
+    def spy_printed(self):  # what was printed, at import too, as the report receives it
+        taken.append(take(self))
+        return taken[-1]
+
     monkeypatch.setattr(StageSession, "call", spy)
+    monkeypatch.setattr(StageSession, "take_printed", spy_printed)
     folder = make_submission(tmp_path / "submission", ATTACKS[attack])
     result = grader.grade(folder, stages=["embedding"])
     assert outcomes, "the attack ran"
@@ -249,9 +253,9 @@ def test_every_reply_is_clean_where_it_enters(grader, tmp_path, monkeypatch, att
             assert len(text) < MAX_TEXT + 40
         _assert_clean(outcome.output, "printed output", lines=True)
         assert len(outcome.output) < MAX_OUTPUT + 40
-    for session in sessions:
-        _assert_clean(session.import_output, "output at import", lines=True)
-    printed = [o.output for o in outcomes] + [s.import_output for s in sessions]
+    for text in taken:
+        _assert_clean(text, "printed output, as reported", lines=True)
+    printed = [o.output for o in outcomes] + taken
     if attack.startswith("printing"):  # and it did reach the grader, escaped
         assert any("\\x1b[2J" in text for text in printed), printed[:3]
     embedding = next(s for s in result.stages if s.name == "embedding")

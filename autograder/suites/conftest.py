@@ -21,7 +21,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from autograder.plugin import GradingPlugin
+    from autograder.suites.plugin import GradingPlugin
 
     if any(isinstance(p, GradingPlugin) for p in config.pluginmanager.get_plugins()):
         return  # the runner brought its own
@@ -40,14 +40,16 @@ class _Direct:
     """Grades the --submission once per pytest session, for instructors running the suites."""
 
     def __init__(self, grader, submission: Path, seed: int | None) -> None:
-        from autograder.plugin import GradingContext, GradingPlugin
+        from autograder.grading import Submission
         from autograder.submission import prepare
+        from autograder.suites.plugin import GradingPlugin
 
         files = prepare(submission).files
-        context = GradingContext(worker=grader.worker, devices=grader.devices, files=files)
+        context = Submission(worker=grader.worker, devices=grader.devices, files=files)
         if seed is not None:
             context.seed = seed
         self.plugin = GradingPlugin(context)
 
     def pytest_configure(self, config: pytest.Config) -> None:
         config.pluginmanager.register(self.plugin, "lumen-grading")
+        config.add_cleanup(self.plugin.context.close)

@@ -7,9 +7,11 @@ init stage's functions (reset_parameters, scale_output) replaced by public scaff
 what was expected and the likely mistake, in the chapter's words.
 
 Every point is earned by values the learner's code computes on fresh inputs; what its process
-reports about itself (the weight's type, the recorded calls) only picks the message. The one
-exception is the built-in ban, judged from the submitted source as well (``autograder/
-bans.py``), outside the learner's reach.
+reports about itself (the weight's type, the recorded calls, whether an input was changed in
+place) only picks the message or takes a point away. The one exception is the built-in ban,
+judged from the submitted source as well (``autograder/suites/bans.py``), outside the learner's
+reach. The meta-device pass (no GPU) only ever takes points away, and never from correct code:
+its tensors keep their values behind them (tests/test_meta_pass.py).
 """
 
 from __future__ import annotations
@@ -17,21 +19,43 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from autograder import bans, values
-from autograder.feedback import (
+from autograder.sandboxed.scaffolds import SCALE_FACTOR
+from autograder.suites import bans, values
+from autograder.suites.feedback import (
     Mistake,
+    check_signature,
+    checked_devices,
+    describe_error,
     expect_error,
     expect_tensor,
+    expect_unchanged,
     first_difference,
     unwrap,
     unwrap_meta,
 )
-from autograder.sandboxed.scaffolds import SCALE_FACTOR
 
 STAGE = "embedding"
 MODULE = "embeddings"
 SHAPES = {(): "a single id (0-D)", (7,): "a sequence (1-D)", (3, 5): "a batch (2-D)",
           (2, 3, 4): "a 3-D block of ids"}
+INTEGER_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
+EMBEDDING = "Embedding(vocab_size, d_model, std=0.02, scale=False)"
+CHECK_IDS = "check_ids(ids, vocab_size)"
+
+#: Each hidden test -> the visible tests (exercises/tests/test_embedding.py) that check the same
+#: requirement on other inputs (tests/test_requirements.py holds every hidden test to one).
+VISIBLE: dict[str, tuple[str, ...]] = {
+    "test_weight_is_a_parameter": ("test_weight_is_a_registered_v_by_d_parameter",),
+    "test_lookup_every_shape": ("test_forward_is_the_row_lookup", "test_ids_of_any_shape",
+                                "test_forward_leaves_the_ids_as_they_were"),
+    "test_meta_device_and_dtypes": ("test_output_keeps_the_weights_dtype_and_device",),
+    "test_out_of_range_ids_are_refused": ("test_ids_outside_the_vocabulary_raise",),
+    "test_non_integer_ids_are_refused": ("test_check_ids_refuses_what_is_not_integer_ids",),
+    "test_integer_dtypes_accepted": ("test_every_integer_dtype_and_layout",),
+    "test_repeated_ids_accumulate_gradients": ("test_repeated_ids_add_up_their_gradients",),
+    "test_scale_is_applied_once": ("test_forward_returns_its_rows_through_scale_output",),
+    "test_no_builtin_embedding": ("test_the_lookup_is_written_by_hand",),
+}
 
 
 def _reference(weight: torch.Tensor, ids: torch.Tensor, scale: bool = False) -> torch.Tensor:
@@ -74,9 +98,19 @@ def test_weight_is_a_parameter(learner, seed, gen):
     W = torch.randn(V, d, generator=gen)
     ids = torch.randint(0, V, (3, 4), generator=gen)
     grad = torch.randn(3, 4, d, generator=gen)
-    reply = unwrap(learner.call("embedding_parameter", seed=seed, vocab_size=V, d_model=d,
-                                weight=W, ids=ids, grad=grad, lr=lr), f"Embedding({V}, {d})",
-                   MODULE)
+    for positional, built in ((None, f"Embedding({V}, {d})"),
+                              (0, f"Embedding(vocab_size={V}, d_model={d})")):
+        outcome = learner.call("embedding_parameter", seed=seed, vocab_size=V, d_model=d,
+                               weight=W, ids=ids, grad=grad, lr=lr, positional=positional)
+        check_signature(outcome, built, EMBEDDING)
+        _check_parameter(unwrap(outcome, built, MODULE), W, ids, grad, lr)
+
+
+def _check_parameter(reply: dict, W: torch.Tensor, ids: torch.Tensor, grad: torch.Tensor,
+                     lr: float) -> None:
+    """The layer's Parameter registered as "weight" holds W once loaded, gets the gradient
+    and moves by one SGD step (the probe ``embedding_parameter``)."""
+    V, d = W.shape
     loaded = reply["load"]
     if isinstance(loaded, dict) and "error" in loaded:
         raise _not_a_parameter(reply, V, d, "load_state_dict({'weight': W}) raised "
@@ -106,7 +140,8 @@ def test_lookup_every_shape(learner, seed, gen, devices):
             outcome = learner.call("embedding_forward", seed=seed, vocab_size=V, d_model=d,
                                    weight=weight, ids=ids, device=device)
             what = f"Embedding({V}, {d}) on {name}, shape {tuple(shape)}, on {device}"
-            out = expect_tensor(unwrap(outcome, what, MODULE)["out"], what, device=device)
+            result = unwrap(outcome, what, MODULE)
+            out = expect_tensor(result["out"], what, device=device)
             if tuple(out.shape) != tuple(expected.shape):
                 raise Mistake(
                     f"{what}: output shape {tuple(out.shape)}, expected {tuple(expected.shape)} = "
@@ -116,6 +151,7 @@ def test_lookup_every_shape(learner, seed, gen, devices):
                 where = first_difference(out, expected)
                 raise Mistake(f"{what}: the rows differ from weight[ids] {where}; "
                               "a lookup copies rows, it does no arithmetic")
+            expect_unchanged(result, {"ids": ids}, what)
 
 
 def test_meta_device_and_dtypes(learner, seed, gen, devices):
@@ -131,18 +167,49 @@ def test_meta_device_and_dtypes(learner, seed, gen, devices):
         out = expect_tensor(unwrap(outcome, what, MODULE)["out"], what, like=expected)
         if not torch.equal(out, expected):
             raise Mistake(f"{what}: rows differ {first_difference(out, expected)}")
-    if "cuda" not in devices:  # no GPU here: the meta device still catches a hard-coded device
+    # The device: on a GPU, the lookup test checks every device; without one, the meta device
+    # (with the values behind it, so range checks work there) still catches a hard-coded one.
+    if "meta" in checked_devices(devices):
         weight = torch.randn(V, d, generator=gen)
         outcome = learner.call("embedding_forward", seed=seed, vocab_size=V, d_model=d,
                                weight=weight, ids=ids, device="meta")
         what = f"Embedding({V}, {d}) with weight and ids on the meta device"
-        out = expect_tensor(unwrap_meta(outcome, what, MODULE)["out"], what, device="meta")
+        result = unwrap_meta(outcome, what, MODULE)
+        if result is None:
+            return  # it failed there for a reason other than devices: nothing to judge
+        out = expect_tensor(result["out"], what, device="meta")
         if tuple(out.shape) != (2, 3, d):
             raise Mistake(f"{what}: shape {tuple(out.shape)}, expected {(2, 3, d)}")
 
 
+def _refused(learner, seed: int, weight: torch.Tensor, ids: object, kinds: tuple[str, ...],
+             why: str, positional: int | None = None) -> list[dict]:
+    """The learner's forward, then its check_ids on its own (positionally, or as
+    ``positional`` says), on ``ids``: each must raise one of ``kinds``. Their errors."""
+    V, d = weight.shape
+    shown = f"{ids.dtype} ids {_show(ids)}" if isinstance(ids, torch.Tensor) else \
+        f"a Python {type(ids).__name__} {ids!r} (not a tensor)"
+    forward = learner.call("embedding_forward", seed=seed, vocab_size=V, d_model=d,
+                           weight=weight, ids=ids)
+    errors = [expect_error(forward, f"Embedding({V}, {d}) on {shown}", kinds, why, MODULE)]
+    call = (f"check_ids(ids={shown}, vocab_size={V})" if positional == 0 else
+            f"check_ids({shown}, {V})")
+    alone = learner.call("embedding_check_ids", seed=seed, ids=ids, vocab_size=V,
+                         positional=positional)
+    check_signature(alone, call, CHECK_IDS)
+    errors.append(expect_error(alone, call, kinds, f"{why}; forward raises through check_ids, "
+                               "so check_ids itself must refuse them", MODULE))
+    return errors
+
+
+def _show(ids: torch.Tensor) -> str:
+    return str(ids.tolist()) if ids.numel() <= 8 else f"of shape {tuple(ids.shape)}"
+
+
 def test_out_of_range_ids_are_refused(learner, seed, gen):
-    """ids outside [0, V) raise IndexError naming the id and V; negative ids are not wrapped"""
+    """ids outside [0, V) raise IndexError naming the id and V; negative ids are not wrapped
+
+    In forward and in check_ids on its own, called by position and by name."""
     V, d = 17, 3
     weight = torch.randn(V, d, generator=gen)
     cases = [(-1, "a negative id (-1): plain indexing would silently return the last row"),
@@ -155,43 +222,62 @@ def test_out_of_range_ids_are_refused(learner, seed, gen):
         ids[1, int(torch.randint(0, 4, (1,), generator=gen))] = bad
         if n == len(cases) - 1:
             ids = torch.tensor(bad)  # one id, no batch: the check must not skip it
-        outcome = learner.call("embedding_forward", seed=seed, vocab_size=V, d_model=d,
-                               weight=weight, ids=ids)
-        what = f"Embedding({V}, {d}) on ids containing {bad}"
-        error = expect_error(outcome, what, ("IndexError",), why, MODULE)
-        if str(bad) not in error["message"] or str(V) not in error["message"]:
-            raise Mistake(
-                f"{what} raised IndexError({error['message']!r}); the message should name the "
-                f"offending id ({bad}) and the vocabulary size ({V}), so the learner can find it"
-            )
+        by_name = 0 if n == 2 else None  # check_ids(ids=..., vocab_size=...) once
+        for error in _refused(learner, seed, weight, ids, ("IndexError",), why, by_name):
+            if str(bad) not in error["message"] or str(V) not in error["message"]:
+                raise Mistake(
+                    f"on ids containing {bad}, IndexError({error['message']!r}) was raised; the "
+                    f"message should name the offending id ({bad}) and the vocabulary size "
+                    f"({V}), so the learner can find it"
+                )
 
 
 def test_non_integer_ids_are_refused(learner, seed, gen):
-    """float and bool ids raise TypeError: ids are labels, not quantities"""
+    """float, bool and complex ids, and ids that are not a tensor, raise TypeError
+
+    In forward and in check_ids on its own: ids are labels, not quantities."""
     V, d = 9, 3
     weight = torch.randn(V, d, generator=gen)
-    for ids, why in (
-        (torch.tensor([1.0, 2.0]), "float ids are quantities, but token ids are labels: refuse "
-         "them rather than truncate 2.7 to 2"),
+    ids = [int(i) for i in torch.randint(0, V, (3,), generator=gen)]
+    for bad, why in (
+        (torch.tensor(ids, dtype=torch.float32), "float ids are quantities, but token ids are "
+         "labels: refuse them rather than truncate 2.7 to 2"),
+        (torch.tensor(ids, dtype=torch.float16), "every floating-point dtype is refused, "
+         "float16 and bfloat16 too (ids.is_floating_point())"),
         (torch.tensor([True, False, True]), "bool ids would be read as a mask (rows 0 and 2), "
          "not as ids"),
+        (torch.tensor(ids, dtype=torch.complex64), "complex numbers are no ids either "
+         "(ids.is_complex())"),
+        (ids, "token ids come as a torch.Tensor of integers: check isinstance(ids, Tensor) "
+         "first, so that a list gets a TypeError that says so (not an AttributeError)"),
     ):
-        outcome = learner.call("embedding_forward", seed=seed, vocab_size=V, d_model=d,
-                               weight=weight, ids=ids)
-        expect_error(outcome, f"Embedding({V}, {d}) on {ids.dtype} ids", ("TypeError",), why,
-                     MODULE)
+        _refused(learner, seed, weight, bad, ("TypeError",), why)
 
 
 def test_integer_dtypes_accepted(learner, seed, gen):
-    """int32, int16 and uint8 ids give the same rows as int64 ids"""
+    """ids of every integer dtype, contiguous or not, give the rows weight[ids]
+
+    int8, int16, int32, int64 and uint8; transposed and strided ids."""
     V, d = 120, 4
     weight = torch.randn(V, d, generator=gen)
     ids = torch.randint(0, V, (3, 4), generator=gen)
     expected = _reference(weight, ids)
-    for dtype in (torch.int32, torch.int16, torch.uint8):
+    cases = [(dtype, None) for dtype in INTEGER_DTYPES]
+    cases += [(torch.int64, "transposed"), (torch.int32, "strided"), (torch.uint8, "transposed")]
+    for dtype, layout in cases:
         outcome = learner.call("embedding_forward", seed=seed, vocab_size=V, d_model=d,
-                               weight=weight, ids=ids.to(dtype))
-        what = f"Embedding({V}, {d}) on {dtype} ids"
+                               weight=weight, ids=ids.to(dtype), layout=layout)
+        what = f"Embedding({V}, {d}) on {dtype} ids" + (
+            f", non-contiguous ({layout}: the same values, laid out otherwise)" if layout else "")
+        error = outcome.error
+        if error is not None and not error.get("not_implemented"):
+            raise Mistake(
+                f"{what} raised {describe_error(error)}: ids of every integer dtype are token "
+                "ids. Widen them to int64 (ids.long()) before indexing: plain weight[ids] "
+                "refuses int8 and int16 ids and reads uint8 ids as a mask"
+                + ("; and flatten with reshape, never view, which fails on non-contiguous "
+                   "tensors" if layout else "")
+            )
         out = expect_tensor(unwrap(outcome, what, MODULE)["out"], what, like=expected)
         if not torch.equal(out, expected):
             raise Mistake(f"{what}: rows differ from the int64 lookup "

@@ -5,8 +5,9 @@ The learner's ``Embedding.reset_parameters``, ``scale_output``, ``expected_dot_s
 (``autograder/sandboxed/scaffolds.py``), never the reference solution; its tie_weights copies
 instead of tying, which the untied models graded here never see. Random draws cannot be
 compared with lumen's number for number (a correct solution may draw in another order), so the
-statistical checks compare sample statistics with the chapter's standard deviations, with
-tolerances derived from the sample size (see ``_misfit``); the rest is exact.
+statistical checks compare sample statistics (the spread, the mean and the shape of the
+distribution) with the chapter's N(0, std^2), with bounds derived from the sample size (see
+``_misfit``); the rest is exact.
 
 The statistics are those of VALUES the learner's layer computes, never of what its process
 says about itself: every weight comes with the same weight after one SGD step over the
@@ -20,40 +21,100 @@ pick the message.
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 import torch
 
-from autograder import values
-from autograder.feedback import Mistake, expect_tensor, unwrap
+from autograder.suites import values
+from autograder.suites.feedback import Mistake, expect_tensor, unwrap
 from lumen import gpt2 as ref
 
 STAGE = "init"
 MODULE = "embeddings"
-V, D = 500, 64  # 32,000 draws per table: a sample std within 2.4% of the true one (6 SE)
-CONFIG = {"vocab_size": 97, "n_ctx": 16, "d_model": 32, "n_layers": 2, "n_heads": 4,
+V, D = 500, 64  # 32,000 draws per table: a sample std within 3% of the true one
+#: Every weight of this GPT-2 holds over 36,000 draws (wpe 190 x 192, c_proj 192 x 192), so
+#: each is judged on its own with the power of a large sample (see ``_misfit``).
+CONFIG = {"vocab_size": 200, "n_ctx": 190, "d_model": 192, "n_layers": 2, "n_heads": 4,
           "tie_weights": False}  # untied, so that lm_head's own initialisation is seen too
 RESET = "with torch.no_grad(): self.weight.normal_(0.0, std)"
 LR = 0.5  # the SGD step that ties a reported weight to the layer's own Parameter
 
+#: Hidden test -> the visible tests (exercises/tests/test_init.py) of the same requirement.
+VISIBLE: dict[str, tuple[str, ...]] = {
+    "test_reset_parameters_uses_std": ("test_rows_start_small_and_random",
+                                       "test_rows_are_normal_draws"),
+    "test_std_none_means_inverse_sqrt_d": ("test_std_none_means_one_over_sqrt_d",
+                                           "test_std_zero_means_zeros"),
+    "test_rows_are_not_identical": ("test_rows_start_small_and_random",),
+    "test_reset_refills_in_place": ("test_reset_parameters_refills_in_place",),
+    "test_scale_output": ("test_scale_output_multiplies_by_sqrt_d",
+                          "test_scale_output_gradient_and_input"),
+    "test_expected_dot_std": ("test_expected_dot_std_is_the_chapters_formula",
+                              "test_the_prediction_matches_a_measurement"),
+    "test_gpt2_weight_stds": ("test_gpt2_initialisation", "test_untied_head_initialisation",
+                              "test_init_weights_keeps_the_dtype"),
+    "test_gpt2_biases_and_layernorm": ("test_gpt2_initialisation",),
+}
+
+# How far a sample of n correct draws may stray. Each check below is a bound that n
+# independent N(0, std^2) draws cross with probability at most FALSE_ALARM (exactly, not by a
+# normal approximation); a grade runs fewer than 100 such checks, so a correct initialisation
+# loses points with probability below 1e-9.
+FALSE_ALARM = 1e-11
+_LOG = math.log(2 / FALSE_ALARM)  # each check has two sides, FALSE_ALARM / 2 each
+_Z = NormalDist().inv_cdf(1 - FALSE_ALARM / 2)  # 6.8 standard errors
+
+
+def _spread_bounds(n: int) -> tuple[float, float]:
+    """Bounds on rms / std, rms = sqrt(mean(x^2)) of n draws of N(0, std^2): n (rms/std)^2 is
+    chi-squared with n degrees of freedom, whose tails Laurent and Massart (2000) bound:
+    P(chi2 >= n + 2 sqrt(n t) + 2t) <= e^-t and P(chi2 <= n - 2 sqrt(n t)) <= e^-t."""
+    half = 2 * math.sqrt(n * _LOG)
+    return math.sqrt(max(n - half, 0.0) / n), math.sqrt((n + half + 2 * _LOG) / n)
+
+
+def _ks_distance(z: torch.Tensor) -> float:
+    """The largest gap between the empirical distribution of ``z`` and N(0, 1)'s (the
+    Kolmogorov-Smirnov statistic)."""
+    cdf = torch.special.ndtr(z.sort().values)  # (n,), ascending
+    n = z.numel()
+    steps = torch.arange(n + 1, dtype=torch.float64) / n  # the empirical CDF's n + 1 levels
+    return float(torch.maximum(steps[1:] - cdf, cdf - steps[:-1]).max())
+
 
 def _misfit(t: torch.Tensor, std: float) -> str | None:
-    """Why ``t`` does not look like draws of N(0, std^2), or None if it does.
+    """Why ``t`` does not look like independent draws of N(0, std^2), or None if it does.
 
-    For n independent N(0, std^2) draws the sample mean has standard error std / sqrt(n) and
-    the sample standard deviation about std / sqrt(2n). Allowing 6 standard errors, a correct
-    initialisation fails a check with probability below 2e-9. The smallest table here has
-    n = 512 draws (wpe), so 6 SE is at most 19% of std, while every mistake the tests name is
-    at least 41% off (c_proj at 1/sqrt(n_layers)) and most are 2x or more.
+    Three checks, each with a bound derived from the sample size n (FALSE_ALARM above): the
+    spread, sqrt(mean(x^2)), within ``_spread_bounds``; the mean within _Z standard errors
+    (std / sqrt(n)); and the shape, the Kolmogorov-Smirnov distance to N(0, std^2) within
+    sqrt(ln(2 / FALSE_ALARM) / 2n) (the Dvoretzky-Kiefer-Wolfowitz inequality, with
+    Massart's constant), so a uniform fill or a fixed pattern with the right std fails too.
+    With n >= 32,000 here, the spread is pinned within 3% and the distance within 0.02, while
+    every mistake the tests name is at least 41% off in spread (c_proj at 1/sqrt(n_layers))
+    or 0.057 in distance (uniform draws).
     """
     x = t.detach().double().flatten()
     n = x.numel()
-    mean, sample_std = float(x.mean()), float(x.std())
-    if not math.isfinite(mean) or not math.isfinite(sample_std):
+    mean, rms = float(x.mean()), float(x.square().mean().sqrt())
+    if not math.isfinite(mean) or not math.isfinite(rms):
         return "contains NaN or infinity: torch.empty was never filled"
-    if abs(sample_std - std) > 6 * std / math.sqrt(2 * n):
+    low, high = _spread_bounds(n)
+    if not low <= rms / std <= high:
+        sample_std = float(x.std())
+        if low <= sample_std / std <= high:  # the spread is right, about the wrong centre
+            return f"has mean {mean:.4g}, expected 0 (n = {n:,} draws of std {std:.4g})"
         return f"has sample std {sample_std:.4g}, expected {std:.4g} (n = {n:,} draws)"
-    if abs(mean) > 6 * std / math.sqrt(n):
+    if abs(mean) > _Z * std / math.sqrt(n):
         return f"has mean {mean:.4g}, expected 0 (n = {n:,} draws of std {std:.4g})"
+    distance, bound = _ks_distance(x / std), math.sqrt(_LOG / (2 * n))
+    if distance > bound:
+        kurtosis = float(x.pow(4).mean()) / rms**4 - 3
+        return (f"has the right mean and std but is not normally distributed: its distribution "
+                f"is {distance:.3f} away from N(0, {std:.4g}^2)'s (n = {n:,} normal draws stay "
+                f"within {bound:.3f}), and its excess kurtosis is {kurtosis:.2f} (normal draws "
+                "have 0, uniform ones -1.2, every entry +-std -2). Draw from a normal "
+                "distribution (normal_, randn), not uniform_, rand or a fixed pattern")
     return None
 
 
@@ -91,7 +152,8 @@ def _weight(learner, seed: int, gen: torch.Generator, what: str, vocab_size: int
 
 
 def test_reset_parameters_uses_std(learner, seed, gen):
-    """reset_parameters draws the rows from N(0, std^2) with the layer's own std"""
+    """reset_parameters draws the rows from N(0, std^2) with the layer's own std (normal
+    draws: a uniform fill or a pattern of the right std fails too)"""
     fresh = round(0.25 + 0.35 * float(torch.rand((), generator=gen)), 4)  # neither 1 nor 1/8
     for std in (0.02, fresh):
         what = f"Embedding({V}, {D}, std={std})"
@@ -138,7 +200,7 @@ def test_std_none_means_inverse_sqrt_d(learner, seed, gen):
 
 def test_rows_are_not_identical(learner, seed, gen):
     """the initial rows all differ: random, not zero, so that symmetry is broken"""
-    vocab, d = 50, 8
+    vocab, d = 50, 64  # rows this wide never coincide by chance, whatever the draws' shape
     what = f"Embedding({vocab}, {d}, std=0.02)"
     weight = _weight(learner, seed, gen, what, vocab, d, std=0.02)
     distinct = torch.unique(weight.detach(), dim=0).shape[0]
@@ -152,21 +214,25 @@ def test_rows_are_not_identical(learner, seed, gen):
 
 
 def test_reset_refills_in_place(learner, seed, gen):
-    """reset_parameters refills the existing Parameter in place (the same object, new values)
+    """reset_parameters refills the existing Parameter in place (the same object and dtype)
 
-    Earned by values: an SGD optimiser is built on layer.parameters() before the reset; the
-    rows forward returns after it must fit N(0, std^2), and the optimiser's step must move
-    them (it holds the old Parameter: a new one is out of its reach)."""
+    Earned by values: the layer is converted to float64 and an SGD optimiser is built on
+    layer.parameters() before the reset; the rows forward returns after it must be float64,
+    fit N(0, std^2), and move with the optimiser's step (it holds the old Parameter: a new one
+    is out of its reach)."""
     std = 0.05
-    what = f"reset_parameters() on an Embedding({V}, {D}, std={std}) whose weight is all 7s"
+    what = (f"reset_parameters() on an Embedding({V}, {D}, std={std}) converted to float64, "
+            "whose weight is all 7s")
     ids = torch.randperm(V, generator=gen)  # every row once, in a fresh order
     grad = torch.randn(V, D, generator=gen)
     result = unwrap(learner.call("embedding_reset", seed=seed, vocab_size=V, d_model=D, std=std,
-                                 ids=ids, grad=grad, lr=LR), what, MODULE)
-    rows = expect_tensor(result["rows"], f"{what}: the rows", like=torch.empty(V, D))
-    if bool((rows == 7).all()):
+                                 ids=ids, grad=grad, lr=LR, dtype="float64"), what, MODULE)
+    rows = result["rows"]
+    if isinstance(rows, torch.Tensor) and bool((rows == 7).all()):
         raise Mistake(f"{what}: the weight is still all 7s: reset_parameters must refill it "
                       f"in place, {RESET}")
+    kind = rows.dtype if isinstance(rows, torch.Tensor) else torch.float64
+    rows = expect_tensor(rows, f"{what}: the rows", like=torch.empty(V, D, dtype=kind))
     after = result["after"]
     moved = not (isinstance(after, dict) and "error" in after) and values.close(
         after, rows - LR * grad, rtol=1e-5)
@@ -179,21 +245,58 @@ def test_reset_refills_in_place(learner, seed, gen):
                 "move the rows forward returns)"
             )
         _trained(after, rows, grad, what)
+    if rows.dtype != torch.float64:
+        raise Mistake(
+            f"{what}: afterwards the weight is {rows.dtype}, no longer float64. Refill it in "
+            f"place ({RESET}), which keeps its dtype and device: self.weight.data = "
+            "torch.randn(...) puts a new tensor of torch's default dtype in its place"
+        )
     problem = _misfit(rows, std)
     if problem is not None:
         raise Mistake(f"{what}: the refilled weight {problem}: {RESET}")
 
 
+def _input_kept(after: object, x: torch.Tensor, what: str) -> None:
+    """scale_output's input must come back as it went in."""
+    if isinstance(after, torch.Tensor) and after.shape == x.shape and torch.equal(after, x):
+        return
+    raise Mistake(f"{what} changed its input x in place: return a new tensor (x * "
+                  "math.sqrt(self.d_model), never x.mul_ or x *= ...). x holds the rows forward "
+                  "looked up, which the caller may still need")
+
+
+def _gradient_is(grad: object, upstream: torch.Tensor, factor: float, what: str) -> None:
+    """The gradient that reached x through scale_output must be ``factor`` * ``upstream``."""
+    if isinstance(grad, dict) and "error" in grad:
+        raise Mistake(f"{what}: the backward pass through scale_output raised {grad['error']}: "
+                      f"{grad['message']}")
+    if grad is None:
+        raise Mistake(f"{what}: no gradient reaches x through scale_output: its output is cut "
+                      "off from autograd (.detach(), .data, torch.no_grad() or a new tensor "
+                      "made from the numbers), so the embedding would never train. Compute it "
+                      "from x itself: x * math.sqrt(self.d_model)")
+    if not values.close(grad, upstream * factor, rtol=1e-6):
+        ratio = float((grad / upstream).median()) if isinstance(grad, torch.Tensor) \
+            and grad.shape == upstream.shape else math.nan
+        raise Mistake(f"{what}: the gradient of scale_output(x) with respect to x is about "
+                      f"{ratio:.4g} times the upstream gradient, expected {factor:.4g} "
+                      f"({'sqrt(d_model)' if factor != 1 else 'x passes through unchanged'})")
+
+
 def test_scale_output(learner, seed, gen):
-    """scale_output multiplies by sqrt(d_model) exactly once when scale=True, else returns x"""
+    """scale_output multiplies by sqrt(d_model) exactly once when scale=True, else returns x;
+    it leaves x as it was, and its gradient with respect to x is sqrt(d_model), or 1"""
     for d, scale in ((16, True), (10, True), (16, False)):
         x = torch.randn(3, 5, d, generator=gen, dtype=torch.float64)
+        upstream = torch.randn(3, 5, d, generator=gen, dtype=torch.float64)
         expected = x * math.sqrt(d) if scale else x
         what = f"scale_output(x) with d_model={d}, scale={scale}"
-        result = unwrap(learner.call("embedding_scale", seed=seed, d_model=d, scale=scale, x=x),
-                        what, MODULE)
+        result = unwrap(learner.call("embedding_scale", seed=seed, d_model=d, scale=scale, x=x,
+                                     grad=upstream), what, MODULE)
         out = expect_tensor(result["out"], what, like=expected)
         if torch.allclose(out, expected, rtol=1e-6, atol=0):
+            _input_kept(result["input_after"], x, what)
+            _gradient_is(result["grad"], upstream, math.sqrt(d) if scale else 1.0, what)
             continue
         if scale and torch.equal(out, x):
             raise Mistake(f"{what} returned x unchanged: with scale=True, multiply by "
@@ -213,11 +316,17 @@ def test_expected_dot_std(learner, seed, gen):
     """expected_dot_std is std^2 * sqrt(d): the spread of the dot product of two random rows"""
     fresh = (round(0.05 + float(torch.rand((), generator=gen)), 4),  # a case of this run's own
              int(torch.randint(2, 4096, (), generator=gen)))
-    for std, d in ((0.02, 768), (0.1, 64), (0.5, 10), (2.0, 3), fresh):
+    for std, d, keyword in ((0.02, 768, False), (0.1, 64, False), (0.5, 10, False),
+                            (2.0, 3, False), (*fresh, True)):
         expected = std**2 * math.sqrt(d)
-        what = f"expected_dot_std({std}, {d})"
-        result = unwrap(learner.call("expected_dot_std", seed=seed, std=std, d_model=d), what,
-                        MODULE)
+        what = f"expected_dot_std(std={std}, d_model={d})" if keyword else \
+            f"expected_dot_std({std}, {d})"
+        outcome = learner.call("expected_dot_std", seed=seed, std=std, d_model=d, keyword=keyword)
+        if keyword and outcome.error is not None and outcome.error.get("type") == "TypeError":
+            raise Mistake(f"{what} raised TypeError: {outcome.error.get('message', '')}: keep the "
+                          "stub's signature, expected_dot_std(std, d_model), so that the "
+                          "arguments can be given by name too")
+        result = unwrap(outcome, what, MODULE)
         got = result["value"]
         if got is None:
             raise Mistake(f"{what} returned a {result['type']}, expected a number (a float): "
@@ -254,52 +363,85 @@ def _plan(config: dict) -> dict[str, tuple[str, float]]:
             plan[name] = ("a LayerNorm scale", 1.0)
         elif name.endswith("c_proj.weight"):
             plan[name] = ("a residual projection (c_proj)", residual)
+        elif name == "lm_head.weight":
+            plan[name] = ("the output layer, untied", 0.02)
         else:
             plan[name] = ("a Linear weight", 0.02)
     return plan
 
 
-def _state(learner, seed: int, gen: torch.Generator) -> dict:
-    """The state_dict of the learner's freshly built GPT2, shown to be the model's own: its
-    logits on fresh ids must be those of lumen's GPT2 holding that state."""
-    what = "GPT2(vocab_size=97, n_ctx=16, d_model=32, n_layers=2, n_heads=4, untied)"
+def _model(dtype: torch.dtype | None) -> str:
+    shape = ", ".join(f"{k}={v}" for k, v in CONFIG.items() if k != "tie_weights")
+    converted = f", converted with .to({dtype}), then init_weights() again" if dtype else ""
+    return f"GPT2({shape}, untied){converted}"
+
+
+def _state(learner, seed: int, gen: torch.Generator, dtype: torch.dtype | None = None) -> dict:
+    """The state_dict of the learner's freshly built GPT2 (converted to ``dtype`` and
+    initialised again, if given), shown to be the model's own: its logits on fresh ids must be
+    those of lumen's GPT2 holding that state."""
+    what = _model(dtype)
     ids = torch.randint(0, CONFIG["vocab_size"], (2, CONFIG["n_ctx"]), generator=gen)
-    built = unwrap(learner.call("gpt2_build", seed=seed, config=CONFIG, ids=ids, unscaled=True),
+    name = str(dtype).removeprefix("torch.") if dtype is not None else None
+    built = unwrap(learner.call("gpt2_init", seed=seed, config=CONFIG, ids=ids, dtype=name),
                    what, "gpt2")
     state = built["state"]
-    expected = values.logits(values.lumen_gpt2(CONFIG, state), ids)
-    if not values.close(built["logits"], expected):
+    changed = [k for k, v in state.items()
+               if dtype is not None and isinstance(v, torch.Tensor) and v.dtype != dtype]
+    if changed:
+        raise Mistake(
+            f"{what}: {changed[0]} is {state[changed[0]].dtype} afterwards. init_weights must "
+            "fill each parameter in place (nn.init.normal_, zeros_, ones_), which keeps its "
+            "dtype and device: assigning .data = torch.randn(...) puts a new tensor of torch's "
+            "default dtype in its place"
+        )
+    logits = built["logits"]
+    if isinstance(logits, dict) and "error" in logits:
+        raise Mistake(f"{what}: the forward pass raised {logits['error']}: {logits['message']}")
+    expected = values.logits(values.lumen_gpt2(CONFIG, state, dtype=dtype), ids)
+    if not values.close(logits, expected):
         raise Mistake(f"{what}: its logits do not follow from its own state_dict: init_weights "
                       "must fill the model's registered parameters in place, not new tensors "
                       "the layers do not use")
     return state
 
 
-def test_gpt2_weight_stds(learner, seed, gen):
-    """init_weights: wte 0.02, wpe 0.01, Linear 0.02, c_proj 0.02/sqrt(2 n_layers)"""
-    state = _state(learner, seed, gen)
+def _stds_hint(name: str, kind: str, std: float, weight: torch.Tensor) -> str:
+    """The likely mistake behind a weight whose draws do not fit N(0, std^2)."""
     n_layers = CONFIG["n_layers"]
-    for name, (kind, std) in _plan(CONFIG).items():
-        if kind in ("a bias", "a LayerNorm scale"):
-            continue
-        if name not in state:
-            raise Mistake(f"the model's state_dict has no {name}: init_weights must only change "
-                          "values, never remove or rename parameters")
-        problem = _misfit(state[name], std)
-        if problem is None:
-            continue
-        hint = f"GPT-2 draws {kind} from N(0, {std:.4g}^2)"
-        if name == "wpe.weight" and _near(state[name], 0.02):
-            hint = ("the position embedding is at the token embedding's 0.02: GPT-2 starts "
-                    "positions at 0.01 (nn.init.normal_(self.wpe.weight, 0.0, 0.01))")
-        elif name.endswith("c_proj.weight") and _near(state[name], 0.02):
-            hint = (f"c_proj is missing the 1/sqrt(2 * n_layers) scaling: with {n_layers} "
-                    "blocks, two residual adds each, the residual stream's variance grows with "
-                    f"depth unless c_proj starts at 0.02/sqrt(2 * n_layers) = {std:.4g}")
-        elif name.endswith("c_proj.weight") and _near(state[name], 0.02 / math.sqrt(n_layers)):
-            hint = ("c_proj is scaled by 1/sqrt(n_layers), but every block adds to the "
-                    "residual stream twice (attention and MLP): 0.02/sqrt(2 * n_layers)")
-        raise Mistake(f"after init_weights, {name} ({kind}) {problem}: {hint}")
+    if name == "wpe.weight" and _near(weight, 0.02):
+        return ("the position embedding is at the token embedding's 0.02: GPT-2 starts "
+                "positions at 0.01 (nn.init.normal_(self.wpe.weight, 0.0, 0.01))")
+    if name.endswith("c_proj.weight") and _near(weight, 0.02):
+        return (f"c_proj is missing the 1/sqrt(2 * n_layers) scaling: with {n_layers} blocks, "
+                "two residual adds each, the residual stream's variance grows with depth "
+                f"unless c_proj starts at 0.02/sqrt(2 * n_layers) = {std:.4g}")
+    if name.endswith("c_proj.weight") and _near(weight, 0.02 / math.sqrt(n_layers)):
+        return ("c_proj is scaled by 1/sqrt(n_layers), but every block adds to the residual "
+                "stream twice (attention and MLP): 0.02/sqrt(2 * n_layers)")
+    if name == "lm_head.weight":
+        return ("untied, the output layer is a Linear like the others: GPT-2 draws "
+                "lm_head.weight from N(0, 0.02^2) too (nn.Linear's own default is uniform, of "
+                "std 1/sqrt(3 d_model))")
+    return f"GPT-2 draws {kind} from N(0, {std:.4g}^2)"
+
+
+def test_gpt2_weight_stds(learner, seed, gen):
+    """init_weights: wte 0.02, wpe 0.01, Linear 0.02 (lm_head too, untied), c_proj
+    0.02/sqrt(2 n_layers), all normal draws; run again after .to(float64), the same"""
+    for dtype in (None, torch.float64):
+        state = _state(learner, seed, gen, dtype)
+        for name, (kind, std) in _plan(CONFIG).items():
+            if kind in ("a bias", "a LayerNorm scale"):
+                continue
+            if name not in state:
+                raise Mistake(f"the model's state_dict has no {name}: init_weights must only "
+                              "change values, never remove or rename parameters")
+            problem = _misfit(state[name], std)
+            if problem is not None:
+                hint = _stds_hint(name, kind, std, state[name])
+                raise Mistake(f"{_model(dtype)}: after init_weights, {name} ({kind}) {problem}: "
+                              f"{hint}")
 
 
 def test_gpt2_biases_and_layernorm(learner, seed, gen):

@@ -9,20 +9,24 @@ Compared with lumen on fresh seeded tables. Two kinds of table keep the verdicts
   correct method computes without rounding, so that ties are real ties and a duplicated row
   scores exactly 1.
 
-Scores are compared with a tolerance (float32 arithmetic in any order), ids exactly.
+Scores are compared with a tolerance (float32 arithmetic in any order), ids exactly. Each
+function is called as its stub's signature allows, positionally and by name, and must leave
+its arguments as they were.
 """
 
 from __future__ import annotations
 
 import torch
 
-from autograder.feedback import (
+from autograder.suites.feedback import (
     Mistake,
+    NotImplementedYet,
+    check_signature,
     describe_error,
     expect_error,
     expect_tensor,
+    expect_unchanged,
     unwrap,
-    unwrap_meta,
 )
 from lumen import embeddings as ref
 
@@ -30,6 +34,29 @@ STAGE = "neighbours"
 MODULE = "embeddings"
 GAP = 1e-3  # the least distance between two scores whose order decides an answer
 TOL = {"rtol": 1e-4, "atol": 1e-5}  # float32 cosines computed in another order
+INTEGER_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
+COSINE = "cosine_similarity(a, b, eps=1e-8)"
+NEIGHBOURS = "cosine_neighbours(E, token, k)"
+ANALOGY = "analogy(E, a, b, c, k=1, exclude_inputs=True)"
+
+#: Each hidden test -> the visible tests (exercises/tests/test_neighbours.py) that check the
+#: same requirement on other inputs (tests/test_requirements.py holds every hidden test to one).
+VISIBLE: dict[str, tuple[str, ...]] = {
+    "test_cosine_similarity_values": ("test_cosine_similarity_matches_pytorch",
+                                      "test_lengths_cancel", "test_eps_dtype_and_short_vectors"),
+    "test_cosine_similarity_broadcasts": ("test_cosine_similarity_broadcasts",),
+    "test_zero_vectors_score_zero": ("test_a_zero_vector_scores_zero_not_nan",),
+    "test_neighbours_match_reference": ("test_neighbours_rank_by_cosine_and_leave_out_the_token",
+                                        "test_a_token_may_be_a_0d_integer_tensor"),
+    "test_k_out_of_range_refused": ("test_k_from_one_to_the_rows_that_may_be_returned",),
+    "test_query_excluded_by_index": ("test_a_copy_of_the_token_still_counts",),
+    "test_ties_go_to_smaller_id": ("test_ties_go_to_the_smaller_id",),
+    "test_query_vector_excludes_nothing": ("test_a_query_vector_leaves_nothing_out",),
+    "test_analogy_excludes_inputs": ("test_analogy_needs_the_exclusion",
+                                     "test_analogy_by_position_and_by_name"),
+    "test_analogy_direction": ("test_analogy_needs_the_exclusion",),
+    "test_inputs_are_left_unchanged": ("test_inputs_are_left_unchanged",),
+}
 
 
 def _table(gen: torch.Generator, V: int, d: int) -> torch.Tensor:
@@ -63,15 +90,24 @@ def _clear_table(gen: torch.Generator, V: int, d: int, clear) -> torch.Tensor:
 
 
 def _cosine(learner, seed: int, a: torch.Tensor, b: torch.Tensor, device: str = "cpu",
-            hint: str = "") -> tuple[torch.Tensor, str]:
-    """The learner's ``cosine_similarity(a, b)`` on ``device``; ``hint`` explains an error."""
-    what = (f"cosine_similarity(a of shape {tuple(a.shape)}, b of shape {tuple(b.shape)}) "
-            f"on {device}")
-    outcome = learner.call("cosine_similarity", seed=seed, a=a, b=b, device=device)
+            hint: str = "", eps: float | None = None, positional: int | None = 2
+            ) -> tuple[torch.Tensor, str, dict]:
+    """The learner's ``cosine_similarity(a, b[, eps])`` on ``device``, ``eps`` by name unless
+    ``positional`` says otherwise (see probes._call): (output, description, probe result);
+    ``hint`` explains an error."""
+    shown = [f"a of shape {tuple(a.shape)} {a.dtype}", f"b of shape {tuple(b.shape)}"]
+    shown += [] if eps is None else [str(eps)]
+    split = len(shown) if positional is None else positional
+    arguments = shown[:split] + [f"{n}={v}" for n, v in
+                                 zip(("a", "b", "eps")[split:], shown[split:], strict=False)]
+    what = f"cosine_similarity({', '.join(arguments)}) on {device}"
+    outcome = learner.call("cosine_similarity", seed=seed, a=a, b=b, device=device, eps=eps,
+                           positional=positional)
+    check_signature(outcome, what, COSINE)
     if hint and outcome.error is not None and not outcome.error.get("not_implemented"):
         raise Mistake(f"{what} raised {describe_error(outcome.error)}: {hint}")
-    result = (unwrap_meta if device == "meta" else unwrap)(outcome, what, MODULE)
-    return expect_tensor(result["out"], what, device=device), what
+    result = unwrap(outcome, what, MODULE)
+    return expect_tensor(result["out"], what, device=device), what, result
 
 
 def _pair(result: dict, what: str, k: int, device: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -91,23 +127,69 @@ def _pair(result: dict, what: str, k: int, device: str) -> tuple[torch.Tensor, t
     return ids.long(), sims.double()
 
 
-def _neighbours(learner, seed: int, E: torch.Tensor, token, k: int, device: str = "cpu"
-                ) -> tuple[torch.Tensor, torch.Tensor, str]:
-    if isinstance(token, torch.Tensor):
-        query = "a query vector" if token.dim() == 1 else f"torch.tensor({int(token)})"
-    else:
-        query = f"token {token}"
-    what = f"cosine_neighbours(E {E.shape[0]} x {E.shape[1]}, {query}, k={k}) on {device}"
-    outcome = learner.call("cosine_neighbours", seed=seed, E=E, token=token, k=k, device=device)
-    return (*_pair(unwrap(outcome, what, MODULE), what, k, device), what)
+def _token_text(token: object) -> str:
+    if not isinstance(token, torch.Tensor):
+        return f"token {token}"
+    if token.dim() == 1:
+        return "a query vector"
+    return f"torch.tensor({int(token)}, dtype={token.dtype})"
 
 
-def _analogy(learner, seed: int, E: torch.Tensor, a: int, b: int, c: int, k: int,
-             device: str = "cpu", **kwargs) -> tuple[torch.Tensor, torch.Tensor, str]:
-    flag = "".join(f", {key}={value}" for key, value in kwargs.items())
-    what = f"analogy(E {E.shape[0]} x {E.shape[1]}, a={a}, b={b}, c={c}, k={k}{flag}) on {device}"
-    outcome = learner.call("analogy", seed=seed, E=E, a=a, b=b, c=c, k=k, device=device, **kwargs)
-    return (*_pair(unwrap(outcome, what, MODULE), what, k, device), what)
+#: Appended to what goes wrong with a 0-d tensor as the token.
+ROW_INDEX = (" (a 0-d integer tensor is a row index, like the int it holds: take int(token); "
+             "used as an index as it is, a uint8 tensor reads as a mask)")
+
+
+def _searched(learner, seed: int, probe: str, arguments: dict, k: int, what: str, stub: str,
+              device: str) -> tuple[torch.Tensor, torch.Tensor, dict]:
+    """A call of the ``probe`` (cosine_neighbours or analogy): (ids, sims, probe result)."""
+    outcome = learner.call(probe, seed=seed, device=device, **arguments)
+    check_signature(outcome, what, stub)
+    result = unwrap(outcome, what, MODULE)
+    return (*_pair(result, what, k, device), result)
+
+
+def _neighbours(learner, seed: int, E: torch.Tensor, token, k: int, device: str = "cpu",
+                positional: int | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor, str, dict]:
+    """The learner's ``cosine_neighbours(E, token, k)``, by name with ``positional=0``:
+    (ids, sims, description, probe result)."""
+    shown = (f"E {E.shape[0]} x {E.shape[1]}", _token_text(token), str(k))
+    if positional == 0:
+        shown = tuple(f"{n}={v}" for n, v in zip(("E", "token", "k"), shown, strict=True))
+    what = f"cosine_neighbours({', '.join(shown)}) on {device}"
+    arguments = {"E": E, "token": token, "k": k, "positional": positional}
+    try:
+        ids, sims, result = _searched(learner, seed, "cosine_neighbours", arguments, k, what,
+                                      NEIGHBOURS, device)
+    except NotImplementedYet:
+        raise
+    except Mistake as mistake:
+        if isinstance(token, torch.Tensor) and token.dim() == 0:
+            raise Mistake(f"{mistake}{ROW_INDEX}") from None
+        raise
+    return ids, sims, what, result
+
+
+def _analogy(learner, seed: int, E: torch.Tensor, a: int, b: int, c: int, k: int | None = None,
+             device: str = "cpu", positional: int | None = 4, **flags
+             ) -> tuple[torch.Tensor, torch.Tensor, str, dict]:
+    """The learner's ``analogy(E, a, b, c[, k][, exclude_inputs])``, ``k`` and ``flags`` by name
+    unless ``positional`` says otherwise (``k=None``: left to its default, 1): (ids, sims,
+    description, probe result)."""
+    names = ["E", "a", "b", "c"] + (["k"] if k is not None else []) + list(flags)
+    shown = [f"E {E.shape[0]} x {E.shape[1]}", str(a), str(b), str(c)]
+    shown += ([str(k)] if k is not None else []) + [str(v) for v in flags.values()]
+    split = len(shown) if positional is None else positional
+    arguments = shown[:split] + [f"{n}={v}" for n, v in zip(names[split:], shown[split:],
+                                                             strict=True)]
+    what = f"analogy({', '.join(arguments)}) on {device}"
+    call = {"E": E, "a": a, "b": b, "c": c, "positional": positional, **flags}
+    if k is not None:
+        call["k"] = k
+    ids, sims, result = _searched(learner, seed, "analogy", call, 1 if k is None else k, what,
+                                  ANALOGY, device)
+    return ids, sims, what, result
 
 
 def _no_nan(sims: torch.Tensor, what: str) -> None:
@@ -168,29 +250,76 @@ def _show(t: torch.Tensor) -> str:
 # --- cosine_similarity ----------------------------------------------------------------------
 
 
+def _cosine_mistake(out: torch.Tensor, expected: torch.Tensor, a: torch.Tensor,
+                    b: torch.Tensor, what: str) -> Mistake:
+    """Why ``out`` is not the cosine ``expected``, in the chapter's words."""
+    if out.shape != expected.shape:
+        return Mistake(f"{what}: shape {tuple(out.shape)}, expected {tuple(expected.shape)}: "
+                       "one cosine per pair of vectors, the last dimension (d) summed away")
+    if torch.allclose(out.double(), (a * b).sum(-1).double(), **TOL):
+        return Mistake(f"{what} returned the dot product {_show(out)}, not the cosine "
+                       f"{_show(expected)}: the dot product grows with the lengths; divide by "
+                       "both lengths, cos = a.b / (|a| |b|), so a row 4 times longer in the same "
+                       "direction still scores 1")
+    return Mistake(f"{what}: got {_show(out)}, expected {_show(expected)} (the cosine of each "
+                   "pair: a.b / (|a| |b|), 1 for the same direction and -1 for the opposite "
+                   "one, whatever the lengths)")
+
+
 def test_cosine_similarity_values(learner, seed, gen, devices):
-    """cosine_similarity is a.b / (|a| |b|): lengths cancel, values in [-1, 1], on every device"""
+    """cosine_similarity is a.b / (|a| |b|): lengths cancel, values in [-1, 1], and eps counts
+
+    On every device, for d = 8, 2 and 1, in the inputs' dtype (float64 too); a given eps (by
+    position or by name) is the least length of each vector."""
     n, d = 6, 8
     a = _table(gen, n, d)
     b = _table(gen, n, d)
     b[0] = a[0] * 4.0  # the same direction, 4 times longer: cosine 1
     b[1] = -a[1] / 8.0  # the opposite direction: cosine -1
-    expected = ref.cosine_similarity(a, b).double()
-    for device in devices:
-        out, what = _cosine(learner, seed, a, b, device)
-        if tuple(out.shape) != (n,):
-            raise Mistake(f"{what}: shape {tuple(out.shape)}, expected ({n},): one cosine per "
-                          "pair of rows, the last dimension (d) summed away")
-        out = out.double()
-        if not torch.allclose(out, expected, **TOL):
-            if torch.allclose(out, (a * b).sum(-1).double(), **TOL):
-                raise Mistake(f"{what} returned the dot product {_show(out)}, not the cosine "
-                              f"{_show(expected)}: the dot product grows with the lengths; divide "
-                              "by both lengths, cos = a.b / (|a| |b|), so a row 4 times longer "
-                              "in the same direction still scores 1")
-            raise Mistake(f"{what}: got {_show(out)}, expected {_show(expected)} (rows 0 and 1 "
-                          "point the same and opposite ways: cosines 1 and -1, whatever the "
-                          "lengths)")
+    a[2] = a[2] * 1e-4  # a short row, far above the default eps: it still counts in full
+    cases = [(a, b, devices), (_table(gen, n, 2), _table(gen, n, 2), ["cpu"]),
+             (_table(gen, n, 1), _table(gen, n, 1), ["cpu"]), (a.double(), b.double(), ["cpu"])]
+    for x, y, where in cases:
+        expected = ref.cosine_similarity(x, y)
+        for device in where:
+            out, what, _ = _cosine(learner, seed, x, y, device)
+            if tuple(out.shape) != (n,):
+                raise Mistake(f"{what}: shape {tuple(out.shape)}, expected ({n},): one cosine "
+                              "per pair of rows, the last dimension (d) summed away")
+            if out.dtype != x.dtype:
+                raise Mistake(f"{what}: dtype {out.dtype}, expected {x.dtype}: compute in the "
+                              "inputs' dtype (no .float()), so float64 tables keep their "
+                              "precision")
+            if not torch.allclose(out.double(), expected.double(), **TOL):
+                raise _cosine_mistake(out, expected, x, y, what)
+    _check_eps(learner, seed, gen)
+
+
+def _check_eps(learner, seed: int, gen: torch.Generator) -> None:
+    """A given eps is the least length of each vector on its own: a / max(|a|, eps) and
+    b / max(|b|, eps), so short vectors score less than their cosine."""
+    n, d, eps = 6, 4, 0.5
+    lengths = torch.tensor([0.125, 0.25, 2.0, 0.0625, 1.0, 0.25])  # most below eps
+    a = torch.nn.functional.normalize(torch.randn(n, d, generator=gen), dim=-1) * lengths[
+        torch.randperm(n, generator=gen)].unsqueeze(1)
+    b = torch.nn.functional.normalize(torch.randn(n, d, generator=gen), dim=-1) * lengths[
+        torch.randperm(n, generator=gen)].unsqueeze(1)
+    expected = ref.cosine_similarity(a, b, eps=eps)
+    for positional in (None, 2):  # cosine_similarity(a, b, 0.5), then eps=0.5
+        out, what, _ = _cosine(learner, seed, a, b, eps=eps, positional=positional)
+        if tuple(out.shape) == (n,) and torch.allclose(out.double(), expected.double(), **TOL):
+            continue
+        ignored = torch.allclose(out.double(), ref.cosine_similarity(a, b).double(), **TOL)
+        product = (a * b).sum(-1) / (a.norm(dim=-1) * b.norm(dim=-1)).clamp_min(eps)
+        raise Mistake(
+            f"{what}: got {_show(out.flatten())}, expected {_show(expected)}"
+            + (": eps was not used" if ignored else
+               ": eps bounded the product of the lengths" if torch.allclose(
+                   out.double(), product.double(), **TOL) else "")
+            + f". eps is the least length of each vector, each length on its own: divide a by "
+            f"max(|a|, eps) and b by max(|b|, eps) (norm.clamp_min(eps)); these vectors are "
+            f"mostly shorter than eps = {eps}"
+        )
 
 
 def test_cosine_similarity_broadcasts(learner, seed, gen, devices):
@@ -205,12 +334,12 @@ def test_cosine_similarity_broadcasts(learner, seed, gen, devices):
     for a, b in cases:
         expected = ref.cosine_similarity(a, b).double()
         for device in devices:  # no meta pass: its norm costs ~0.7 s of lazy imports a grade
-            hint = f"expected shape {tuple(expected.shape)}; {rule}" if device != "meta" else ""
-            out, what = _cosine(learner, seed, a, b, device, hint)
+            hint = f"expected shape {tuple(expected.shape)}; {rule}"
+            out, what, _ = _cosine(learner, seed, a, b, device, hint)
             if tuple(out.shape) != tuple(expected.shape):
                 raise Mistake(f"{what}: shape {tuple(out.shape)}, expected "
                               f"{tuple(expected.shape)}: {rule}")
-            if device != "meta" and not torch.allclose(out.double(), expected, **TOL):
+            if not torch.allclose(out.double(), expected, **TOL):
                 raise Mistake(f"{what}: values differ from the cosines of the broadcast pairs "
                               f"(got {_show(out.flatten())}, expected {_show(expected.flatten())})")
 
@@ -222,7 +351,7 @@ def test_zero_vectors_score_zero(learner, seed, gen):
     a[1] = 0.0
     b = _table(gen, 4, d)
     b[1] = b[2] = 0.0  # row 1: zero against zero; row 2: a vector against zero
-    out, what = _cosine(learner, seed, a, b)
+    out, what, _ = _cosine(learner, seed, a, b)
     _no_nan(out, what)
     expected = ref.cosine_similarity(a, b).double()
     if tuple(out.shape) != (4,) or not torch.allclose(out.double(), expected, **TOL):
@@ -237,11 +366,11 @@ def test_zero_vectors_score_zero(learner, seed, gen):
 
     E = _clear_table(gen, V, d, clear)
     E[z] = 0.0
-    ids, sims, what = _neighbours(learner, seed, E, token, V - 1)
+    ids, sims, what, _ = _neighbours(learner, seed, E, token, V - 1)
     _compare(ids, sims, ref.cosine_neighbours(E, token, V - 1), E, E[token], [token],
              what + f", with row {z} all zeros")
     for query in (z, torch.zeros(d)):  # a zero row as the token, and a zero query vector
-        ids, sims, what = _neighbours(learner, seed, E, query, 3)
+        ids, sims, what, _ = _neighbours(learner, seed, E, query, 3)
         _no_nan(sims, what + " (the query is all zeros)")
         if not bool((sims == 0).all()):
             raise Mistake(f"{what}: sims {_show(sims)}, expected [0, 0, 0]: every row scores 0 "
@@ -251,21 +380,94 @@ def test_zero_vectors_score_zero(learner, seed, gen):
 # --- cosine_neighbours ----------------------------------------------------------------------
 
 
+def _token_compare(ids, sims, E: torch.Tensor, token, k: int, what: str) -> None:
+    """``_compare`` for a token (int or 0-d tensor): its own row is the query, and excluded."""
+    index = int(token)
+    try:
+        _compare(ids, sims, ref.cosine_neighbours(E, index, k), E, E[index], [index], what)
+    except Mistake as mistake:
+        if isinstance(token, torch.Tensor):
+            raise Mistake(f"{mistake}{ROW_INDEX}") from None
+        raise
+
+
 def test_neighbours_match_reference(learner, seed, gen, devices):
-    """cosine_neighbours returns the k most similar rows, largest cosine first, with their sims"""
+    """cosine_neighbours returns the k most similar rows, largest cosine first, with their sims
+
+    For k = 1 to every row but the token's; the token an int or a 0-d tensor of any integer
+    dtype; called by position and by name."""
     V, d = 25, 8
-    tokens = [int(t) for t in torch.randperm(V, generator=gen)[:2]]
-    cases = [(tokens[0], 5), (tokens[1], 1), (torch.tensor(tokens[0]), 3)]
+    t = [int(i) for i in torch.randperm(V, generator=gen)[:3]]
+    cases = [(t[0], 5, None), (t[1], 1, None), (t[2], V - 1, None), (t[0], 4, 0)]
+    cases += [(torch.tensor(t[1], dtype=dtype), 3, None) for dtype in INTEGER_DTYPES]
 
     def clear(E: torch.Tensor) -> bool:
-        return all(_clear(ref.cosine_similarity(E, E[int(t)]), k, [int(t)]) for t, k in cases)
+        return all(_clear(ref.cosine_similarity(E, E[int(token)]), k, [int(token)])
+                   for token, k, _ in cases)
 
     E = _clear_table(gen, V, d, clear)
-    for token, k in cases:
+    for token, k, positional in cases:
         for device in devices:
-            ids, sims, what = _neighbours(learner, seed, E, token, k, device)
-            _compare(ids, sims, ref.cosine_neighbours(E, token, k), E, E[int(token)],
-                     [int(token)], what)
+            ids, sims, what, _ = _neighbours(learner, seed, E, token, k, device, positional)
+            _token_compare(ids, sims, E, token, k, what)
+
+
+def _k_refused(learner, seed: int, probe: str, arguments: dict, what: str, allowed: int,
+               rows: str) -> None:
+    """A k outside 1..allowed must raise ValueError."""
+    outcome = learner.call(probe, seed=seed, **arguments)
+    expect_error(outcome, what, ("ValueError",), f"k goes from 1 to the number of rows that may "
+                 f"be returned, here {allowed} ({rows}); a shorter list, or rows scored -inf, "
+                 "would hide the mistake", MODULE)
+
+
+def _k_accepted(ids: torch.Tensor, sims: torch.Tensor, E: torch.Tensor, query: torch.Tensor,
+                allowed: list[int], what: str) -> None:
+    """k = every row that may be returned: exactly those rows, each with its cosine."""
+    if sorted(ids.tolist()) != sorted(allowed):
+        raise Mistake(f"{what}: ids {ids.tolist()}; k is every row that may be returned, so "
+                      f"each of {sorted(allowed)} comes back once")
+    _no_nan(sims, what)
+    if not torch.allclose(sims, ref.cosine_similarity(E[ids], query).double(), **TOL):
+        raise Mistake(f"{what}: sims {_show(sims)} are not the cosines of the rows returned")
+
+
+def test_k_out_of_range_refused(learner, seed, gen):
+    """k goes from 1 to the number of rows that may be returned, through every path; else ValueError
+
+    The paths: a token, a query vector, the analogy with and without its inputs. Both ends of
+    the range work (k = all those rows returns them all)."""
+    V, d = 9, 4
+    E = torch.randn(V, d, generator=gen)
+    token, a, b, c = (int(i) for i in torch.randperm(V, generator=gen)[:4])
+    query = torch.randn(d, generator=gen)
+    inputs = sorted({a, b, c})
+    paths = [  # (probe, arguments, description, query, rows that may be returned, which)
+        ("cosine_neighbours", {"E": E, "token": token}, f"cosine_neighbours(E {V} x {d}, token "
+         f"{token}, k={{k}})", E[token], [i for i in range(V) if i != token],
+         "every row but the token's own"),
+        ("cosine_neighbours", {"E": E, "token": query}, f"cosine_neighbours(E {V} x {d}, a "
+         "query vector, k={k})", query, list(range(V)), "every row: nothing is excluded"),
+        ("analogy", {"E": E, "a": a, "b": b, "c": c}, f"analogy(E {V} x {d}, {a}, {b}, {c}, "
+         "k={k})", E[b] - E[a] + E[c], [i for i in range(V) if i not in inputs],
+         "every row but the three inputs"),
+        ("analogy", {"E": E, "a": a, "b": b, "c": c, "exclude_inputs": False},
+         f"analogy(E {V} x {d}, {a}, {b}, {c}, k={{k}}, exclude_inputs=False)", E[b] - E[a] + E[c],
+         list(range(V)), "every row: with exclude_inputs=False nothing is excluded"),
+    ]
+    for probe, arguments, template, q, allowed, rows in paths:
+        n = len(allowed)
+        what = template.format(k=n)
+        outcome = learner.call(probe, seed=seed, k=n, **arguments)
+        if outcome.error is not None and not outcome.error.get("not_implemented"):
+            raise Mistake(f"{what} raised {describe_error(outcome.error)}: k may be anything "
+                          f"from 1 to the number of rows that may be returned, here {n} "
+                          f"({rows}), and k = {n} returns them all")
+        ids, sims = _pair(unwrap(outcome, what, MODULE), what, n, "cpu")
+        _k_accepted(ids, sims, E, q, allowed, what)
+        for k in (0, n + 1, n + 3):
+            _k_refused(learner, seed, probe, {**arguments, "k": k}, template.format(k=k), n,
+                       rows)
 
 
 def test_query_excluded_by_index(learner, seed, gen):
@@ -276,7 +478,7 @@ def test_query_excluded_by_index(learner, seed, gen):
     for token, duplicate in ((second, first), (first, second)):  # the copy before, then after
         table = E.clone()
         table[duplicate] = table[token]
-        ids, sims, what = _neighbours(learner, seed, table, token, k)
+        ids, sims, what, _ = _neighbours(learner, seed, table, token, k)
         what += f", where row {duplicate} is an exact copy of row {token}"
         _no_nan(sims, what)
         if token in ids.tolist():
@@ -291,18 +493,44 @@ def test_query_excluded_by_index(learner, seed, gen):
                           "ranks first")
 
 
+def _tie_cuts(sims: torch.Tensor, exclude: list[int]) -> list[int]:
+    """Values of k that cut a tie (the k-th and (k+1)-th best scores are equal), then one a
+    few places further on: ties at the cut-off and inside the list."""
+    sims = sims.clone()
+    sims[exclude] = -2.0  # below every cosine
+    ordered = sims.sort(descending=True).values[: sims.shape[0] - len(exclude)]
+    splits = [j for j in range(1, ordered.shape[0]) if ordered[j - 1] == ordered[j]]
+    return [splits[0], min(splits[0] + 6, ordered.shape[0])]
+
+
 def test_ties_go_to_smaller_id(learner, seed, gen):
-    """rows with exactly equal cosines come in ascending id order, at the cut-off too"""
+    """rows with exactly equal cosines come in ascending id order, at the cut-off too
+
+    Through every path: a token, a query vector (k = 1 too) and the analogy."""
     V = 40
     E = _exact_table(gen, V)
-    token = int(torch.randint(0, V, (), generator=gen))
-    sims = ref.cosine_similarity(E, E[token])
-    sims[token] = -2.0  # excluded
-    ordered = sims.sort(descending=True).values
-    splits = [j for j in range(1, V - 1) if ordered[j - 1] == ordered[j]]  # k = j cuts a tie
-    for k in (splits[0], min(splits[0] + 6, V - 1)):  # a tie at the cut-off, then inside
-        ids, got, what = _neighbours(learner, seed, E, token, k)
+    token, other = (int(i) for i in torch.randperm(V, generator=gen)[:2])
+    for k in _tie_cuts(ref.cosine_similarity(E, E[token]), [token]):
+        ids, got, what, _ = _neighbours(learner, seed, E, token, k)
         _compare(ids, got, ref.cosine_neighbours(E, token, k), E, E[token], [token], what)
+    # a query vector equal to two rows (token's, and its copy at other): they tie at cosine 1
+    table = E.clone()
+    table[other] = table[token]
+    query = table[token].clone()
+    for k in sorted({1, *_tie_cuts(ref.cosine_similarity(table, query), [])}):
+        ids, got, what, _ = _neighbours(learner, seed, table, query, k)
+        what += f", where rows {min(token, other)} and {max(token, other)} both equal the query"
+        _compare(ids, got, ref.cosine_neighbours(table, query, k), table, query, [], what)
+    # the analogy: row c is a copy of row a, so E[b] - E[a] + E[c] is exactly row b, whose
+    # cosines with the other rows are exact multiples of 1/8 (and b, first when inputs may be
+    # answers, shows an analogy that keeps its inputs whatever the draw)
+    a, b, c = (int(i) for i in torch.randperm(V, generator=gen)[:3])
+    table = E.clone()
+    table[c] = table[a]
+    for k in _tie_cuts(ref.cosine_similarity(table, table[b]), [a, b, c]):
+        ids, got, what, _ = _analogy(learner, seed, table, a, b, c, k)
+        what += f", where row {c} is a copy of row {a}"
+        _compare(ids, got, ref.analogy(table, a, b, c, k), table, table[b], [a, b, c], what)
 
 
 def test_query_vector_excludes_nothing(learner, seed, gen):
@@ -310,7 +538,7 @@ def test_query_vector_excludes_nothing(learner, seed, gen):
     V, d, k = 20, 8, 3
     token = int(torch.randint(0, V, (), generator=gen))
     E = _clear_table(gen, V, d, lambda E: _clear(ref.cosine_similarity(E, E[token]), k))
-    ids, sims, what = _neighbours(learner, seed, E, E[token].clone(), k)
+    ids, sims, what, _ = _neighbours(learner, seed, E, E[token].clone(), k)
     what += f" equal to row {token}"
     _no_nan(sims, what)
     if int(ids[0]) != token:
@@ -318,19 +546,6 @@ def test_query_vector_excludes_nothing(learner, seed, gen):
                       "cosine 1 and comes first. A query vector is not one of the rows, so "
                       "nothing is excluded: exclude only when given a row index")
     _compare(ids, sims, ref.cosine_neighbours(E, E[token].clone(), k), E, E[token], [], what)
-
-
-def test_k_out_of_range_refused(learner, seed, gen):
-    """k must be from 1 to the number of rows that may be returned: else a ValueError"""
-    V, d = 9, 4
-    E = torch.randn(V, d, generator=gen)
-    for k, why in ((0, "k=0 asks for no neighbours"),
-                   (V, f"only {V - 1} rows remain once the token's own row is excluded"),
-                   (V + 3, f"the table has only {V} rows")):
-        outcome = learner.call("cosine_neighbours", seed=seed, E=E, token=2, k=k)
-        what = f"cosine_neighbours(E with {V} rows, token=2, k={k})"
-        expect_error(outcome, what, ("ValueError",), f"{why} (a short list, or rows scored "
-                     "-inf, would hide the mistake)", MODULE)
 
 
 # --- analogy --------------------------------------------------------------------------------
@@ -341,7 +556,9 @@ def _query(E: torch.Tensor, a: int, b: int, c: int) -> torch.Tensor:
 
 
 def test_analogy_excludes_inputs(learner, seed, gen):
-    """analogy leaves out a, b and c by default; with exclude_inputs=False they may be answers"""
+    """analogy leaves out a, b and c by default; with exclude_inputs=False they may be answers
+
+    k is 1 by default; called by position and by name."""
     V, d, k = 20, 6, 3
     a, b, c = (int(i) for i in torch.randperm(V, generator=gen)[:3])
 
@@ -353,21 +570,41 @@ def test_analogy_excludes_inputs(learner, seed, gen):
 
     E = _clear_table(gen, V, d, clear)
     query = _query(E, a, b, c)
-    ids, sims, what = _analogy(learner, seed, E, a, b, c, k)
+    ids, sims, what, _ = _analogy(learner, seed, E, a, b, c, k)
     inputs = sorted({a, b, c} & set(ids.tolist()))
     if inputs:
         raise Mistake(f"{what} returned input(s) {inputs} (ids {ids.tolist()}): by default the "
                       "three inputs are left out, the standard test; without that, the nearest "
                       "row to king - man + woman is very often king itself (Nissim et al., 2020)")
     _compare(ids, sims, ref.analogy(E, a, b, c, k), E, query, [a, b, c], what)
-    ids, sims, what = _analogy(learner, seed, E, a, b, c, k, exclude_inputs=False)
+    ids, sims, what, _ = _analogy(learner, seed, E, a, b, c)  # k left to its default
+    _compare(ids, sims, ref.analogy(E, a, b, c), E, query, [a, b, c],
+             what + " (k is 1 unless given)")
     want = ref.analogy(E, a, b, c, k, exclude_inputs=False)
     kept = sorted({a, b, c} & set(want[0].tolist()))
+    ids, sims, what, _ = _analogy(learner, seed, E, a, b, c, k, positional=0,
+                                  exclude_inputs=False)
     if not set(kept) <= set(ids.tolist()):
         raise Mistake(f"{what}: ids {ids.tolist()}, expected {want[0].tolist()}: with "
                       f"exclude_inputs=False the inputs are candidates like any other row, and "
                       f"input(s) {kept} are among the nearest")
     _compare(ids, sims, want, E, query, [], what)
+    _analogy_positionally(learner, seed, E, a, b, c, k, want, query)
+
+
+def _analogy_positionally(learner, seed: int, E: torch.Tensor, a: int, b: int, c: int, k: int,
+                          want: tuple, query: torch.Tensor) -> None:
+    """``analogy(E, a, b, c, k, False)`` must answer as it does by name."""
+    try:
+        ids, sims, what, _ = _analogy(learner, seed, E, a, b, c, k, positional=None,
+                                      exclude_inputs=False)
+        _compare(ids, sims, want, E, query, [], what)
+    except NotImplementedYet:
+        raise
+    except Mistake as mistake:
+        raise Mistake(f"{mistake}. By name the same call gave the right answer, so the "
+                      f"parameters are not in the stub's order, {ANALOGY}: called positionally, "
+                      "k comes fifth and exclude_inputs sixth") from None
 
 
 def test_analogy_direction(learner, seed, gen, devices):
@@ -379,17 +616,54 @@ def test_analogy_direction(learner, seed, gen, devices):
     def answer(E: torch.Tensor, query: torch.Tensor) -> list[int]:
         return _best(E, query, k, inputs)
 
-    def clear(E: torch.Tensor) -> bool:
+    def clear(E: torch.Tensor) -> bool:  # and an input ranks in the top k when it may
         right, wrong = _query(E, a, b, c), _query(E, b, a, c)
         return (_clear(ref.cosine_similarity(E, right), k, inputs)
                 and _clear(ref.cosine_similarity(E, wrong), k, inputs)
-                and answer(E, right) != answer(E, wrong))
+                and answer(E, right) != answer(E, wrong)
+                and bool(set(inputs) & set(_best(E, right, k))))
 
     E = _clear_table(gen, V, d, clear)
     for device in devices:
-        ids, sims, what = _analogy(learner, seed, E, a, b, c, k, device)
+        ids, sims, what, _ = _analogy(learner, seed, E, a, b, c, k, device)
         if ids.tolist() == answer(E, _query(E, b, a, c)):
             raise Mistake(f"{what}: ids {ids.tolist()} are the answer for E[a] - E[b] + E[c]; "
                           f"'a is to b as c is to ?' takes the offset from a to b and adds it to "
                           f"c: E[b] - E[a] + E[c] (king - man + woman for man : king :: woman : ?)")
         _compare(ids, sims, ref.analogy(E, a, b, c, k), E, _query(E, a, b, c), inputs, what)
+
+
+# --- every function leaves its arguments alone ----------------------------------------------
+
+
+def test_inputs_are_left_unchanged(learner, seed, gen):
+    """cosine_similarity, cosine_neighbours and analogy leave their arguments as they were
+
+    Values and shape, and no in-place operation on them: the caller goes on using the table."""
+    V, d, k = 12, 5, 3
+    a, b = _table(gen, 4, d), _table(gen, 4, d)
+    out, what, result = _cosine(learner, seed, a, b)
+    expected = ref.cosine_similarity(a, b)
+    if out.shape != expected.shape or not torch.allclose(out.double(), expected.double(), **TOL):
+        raise _cosine_mistake(out, expected, a, b, what)
+    expect_unchanged(result, {"a": a, "b": b}, what)
+    token, x, y, z = (int(i) for i in torch.randperm(V, generator=gen)[:4])
+    vector = torch.randn(d, generator=gen)
+
+    def clear(E: torch.Tensor) -> bool:  # and an input ranks in the top k when it may
+        query = _query(E, x, y, z)
+        return (_clear(ref.cosine_similarity(E, E[token]), k, [token])
+                and _clear(ref.cosine_similarity(E, vector), k)
+                and _clear(ref.cosine_similarity(E, query), k, [x, y, z])
+                and bool({x, y, z} & set(_best(E, query, k))))
+
+    E = _clear_table(gen, V, d, clear)
+    ids, sims, what, result = _neighbours(learner, seed, E, token, k)
+    _compare(ids, sims, ref.cosine_neighbours(E, token, k), E, E[token], [token], what)
+    expect_unchanged(result, {"E": E}, what)
+    ids, sims, what, result = _neighbours(learner, seed, E, vector, k)
+    _compare(ids, sims, ref.cosine_neighbours(E, vector, k), E, vector, [], what)
+    expect_unchanged(result, {"E": E, "token": vector}, what)
+    ids, sims, what, result = _analogy(learner, seed, E, x, y, z, k)
+    _compare(ids, sims, ref.analogy(E, x, y, z, k), E, _query(E, x, y, z), [x, y, z], what)
+    expect_unchanged(result, {"E": E}, what)

@@ -2,17 +2,26 @@
 
 Compared with lumen field by field, exactly: a parameter count is whole-number arithmetic. The
 four GPT-2 presets pin the published sizes (124,439,808 for gpt2, tied); random small shapes
-catch a formula that fits the presets by accident. A wrong number is diagnosed by the
-difference it makes: a missing V x d, n_ctx x d, or bias is named in the chapter's words.
+catch a formula that fits the presets by accident, and are also passed positionally, in the
+stub's order. A wrong number is diagnosed by the difference it makes: a missing V x d,
+n_ctx x d, or bias is named in the chapter's words.
+
+A count passes when it equals lumen's and is a whole number by the contract's rule (the
+docstring of ParamCount): anything ``operator.index`` accepts, so numpy's integers and 0-d
+integer tensors pass too; a float does not. ``embedding_share`` and ``memory_bytes`` are graded
+on a ParamCount the grader fills in with lumen's counts, so a wrong count_params costs only
+its own tests.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import torch
 
-from autograder.feedback import Mistake, NotImplementedYet, unwrap
+from autograder.suites.feedback import Mistake, NotImplementedYet, unwrap
+from autograder.worker_client import is_stub_message
 from lumen import params as ref
 
 STAGE = "params"
@@ -20,51 +29,110 @@ MODULE = "params"
 FIELDS = ("token_embedding", "position_embedding", "attention", "mlp", "layer_norms",
           "final_norm", "lm_head", "total")
 
+#: Hidden test -> the visible tests (exercises/tests/test_params.py) of the same requirement.
+VISIBLE: dict[str, tuple[str, ...]] = {
+    "test_gpt2_totals": ("test_gpt2_sizes_as_published", "test_untying_adds_one_more_table"),
+    "test_parts_field_by_field": ("test_every_part_matches_pytorchs_layers",
+                                  "test_counts_are_whole_numbers",
+                                  "test_arguments_by_position_or_by_name"),
+    "test_embedding_share": ("test_the_table_is_a_large_share_of_a_small_model",
+                             "test_embedding_share_of_any_count"),
+    "test_memory_bytes": ("test_memory_bytes",),
+    "test_unknown_dtype_refused": ("test_unknown_dtype_is_refused",),
+}
+
+Number = int | float
+
 
 def _preset(name: str) -> dict[str, int]:
     return {k: v for k, v in ref.PRESETS[name].items() if k != "n_heads"}
 
 
 def _random_shape(gen: torch.Generator) -> dict[str, int]:
+    """A small shape of this run's own. Each size has a range of its own (N < d < n_ctx < V),
+    so a formula that swaps two of them, or takes them in another order, is always off; and
+    N >= 2, so a per-block count not multiplied by N is too."""
     def pick(lo: int, hi: int) -> int:
         return int(torch.randint(lo, hi + 1, (), generator=gen))
 
-    return {"vocab_size": pick(50, 2000), "n_ctx": pick(16, 512), "d_model": pick(8, 96),
-            "n_layers": pick(1, 8)}
+    return {"vocab_size": pick(600, 2000), "n_ctx": pick(100, 512), "d_model": pick(10, 96),
+            "n_layers": pick(2, 8)}
 
 
-def _count(learner, seed: int, shape: dict, tied: bool, dtypes: tuple[str, ...] = (),
-           share: bool = False, name: str = "") -> tuple[dict, str]:
-    """The learner's count for ``shape``: (probe result, description)."""
-    args = ", ".join(f"{k}={v}" for k, v in shape.items())
-    what = f"count_params({args}, tied={tied})" + (f" ({name})" if name else "")
-    outcome = learner.call("count_params", seed=seed, fields=list(FIELDS), dtypes=list(dtypes),
-                           share=share, tied=tied, **shape)
+def _call(shape: dict, tied: bool, positional: bool) -> str:
+    """The call as the learner would write it."""
+    if positional:
+        args = (shape["vocab_size"], shape["d_model"], shape["n_layers"], shape["n_ctx"], tied)
+        return f"count_params({', '.join(map(str, args))})"
+    return f"count_params({', '.join(f'{k}={v}' for k, v in shape.items())}, tied={tied})"
+
+
+def _kind(entry: object) -> str:
+    """What a value the probe reported was, for a message: 'a float (3.5)', 'a str'."""
+    if not isinstance(entry, dict):
+        return "not a number"
+    if entry.get("type") == "NoneType":
+        return "None (missing)"
+    if isinstance(entry.get("float"), float):
+        return f"a float ({entry['float']:,})"
+    return f"a {entry.get('type', 'value')}"
+
+
+def _numeric(entry: object) -> Number | None:
+    """The number in a probe's ``_count`` entry: an int (a whole number), a float, or None."""
+    if not isinstance(entry, dict):
+        return None
+    for key in ("int", "float"):
+        value = entry.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def _count(learner, seed: int, shape: dict, tied: bool, name: str = "",
+           positional: bool = False) -> tuple[dict[str, Number], str]:
+    """The learner's count for ``shape``: (field -> number, the call as written)."""
+    what = _call(shape, tied, positional) + (f" ({name})" if name else "")
+    outcome = learner.call("count_params", seed=seed, fields=list(FIELDS), tied=tied,
+                           positional=positional, **shape)
     result = unwrap(outcome, what, MODULE)
     if result["type"] != "ParamCount":
         raise Mistake(f"{what} returned a {result['type']}, expected a ParamCount (the dataclass "
                       "given in params.py): return ParamCount(token_embedding=..., ..., total=...)")
-    fields = result["fields"]
+    reported = result["fields"] if isinstance(result["fields"], dict) else {}
+    fields = {}
     for field in FIELDS:
-        value = fields.get(field) if isinstance(fields, dict) else None
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise Mistake(f"{what}: {field} is {value}, expected a whole number of parameters")
-    return result, what
+        fields[field] = _numeric(reported.get(field))
+        if fields[field] is None:
+            raise Mistake(f"{what}: {field} is {_kind(reported.get(field))}, expected a whole "
+                          "number of parameters (an int)")
+    return fields, what
+
+
+def _is_stub(value: dict) -> bool:
+    """Whether a refusal the probe reported is a stub's own NotImplementedError."""
+    return value.get("error") == "NotImplementedError" and is_stub_message(
+        str(value.get("message", "")))
+
+
+def _refused(value: object, what: str) -> None:
+    """A method's exception, reported by the probe, as the Mistake it is."""
+    if isinstance(value, dict) and "error" in value:
+        if _is_stub(value):
+            raise NotImplementedYet(f"{what} is not implemented yet")
+        raise Mistake(f"{what} raised {value['error']}: {value.get('message', '')}")
 
 
 def _number(value: object, what: str) -> float:
-    """A number the probe read from a property or method: its error or odd type is a Mistake."""
-    if isinstance(value, dict) and "error" in value:
-        if value.get("not_implemented"):
-            raise NotImplementedYet(f"{what} is not implemented yet")
-        raise Mistake(f"{what} raised {value['error']}: {value.get('message', '')}")
+    """A number the probe read from a property: its error or odd type is a Mistake."""
+    _refused(value, what)
     if isinstance(value, bool) or not isinstance(value, int | float):
         kind = value.get("type") if isinstance(value, dict) else type(value).__name__
         raise Mistake(f"{what} returned a {kind}, expected a plain Python number")
     return value
 
 
-def _total_hint(diff: int, shape: dict, tied: bool, name: str) -> str:
+def _total_hint(diff: Number, shape: dict, tied: bool, name: str) -> str:
     """The likely mistake behind a total that is ``diff`` off."""
     V, d, N, n_ctx = shape["vocab_size"], shape["d_model"], shape["n_layers"], shape["n_ctx"]
     untied = ref.count_params(**shape, tied=False).total
@@ -100,14 +168,14 @@ def test_gpt2_totals(learner, seed):
     for name in ref.PRESETS:
         shape = _preset(name)
         for tied in (True, False):
-            result, what = _count(learner, seed, shape, tied, name=name)
-            got, want = result["fields"]["total"], ref.count_params(**shape, tied=tied).total
+            fields, what = _count(learner, seed, shape, tied, name=name)
+            got, want = fields["total"], ref.count_params(**shape, tied=tied).total
             if got != want:
-                hint = _total_hint(int(got) - want, shape, tied, name)
+                hint = _total_hint(got - want, shape, tied, name)
                 raise Mistake(f"{what}: total {got:,}, expected {want:,}: {hint}")
 
 
-def _field_hint(field: str, got: int, shape: dict, tied: bool, fields: dict) -> str:
+def _field_hint(field: str, got: Number, shape: dict, tied: bool, fields: dict) -> str:
     """The likely mistake behind one wrong field."""
     V, d, N, n_ctx = shape["vocab_size"], shape["d_model"], shape["n_layers"], shape["n_ctx"]
     hints = {
@@ -148,21 +216,57 @@ def _field_hint(field: str, got: int, shape: dict, tied: bool, fields: dict) -> 
     return f"{field} is {formulas[field]}"
 
 
+def _first_wrong(fields: dict[str, Number], want: ref.ParamCount) -> str | None:
+    return next((f for f in FIELDS if fields[f] != getattr(want, f)), None)
+
+
 def test_parts_field_by_field(learner, seed, gen):
-    """every part (wte, wpe, attention, MLP, layer norms, ln_f, head), presets and random shapes"""
-    cases = [(_preset(name), True, name) for name in ref.PRESETS]
-    cases += [(_preset("gpt2"), False, "gpt2"), (_random_shape(gen), True, ""),
-              (_random_shape(gen), False, "")]
-    for shape, tied, name in cases:
-        result, what = _count(learner, seed, shape, tied, name=name)
-        fields = result["fields"]
+    """every part (wte, wpe, attention, MLP, layer norms, ln_f, head) as a whole number, for
+    the presets and for random shapes passed by name and positionally"""
+    cases = [(_preset(name), True, name, False) for name in ref.PRESETS]
+    cases.append((_preset("gpt2"), False, "gpt2", False))
+    for tied in (True, False):
+        shape = _random_shape(gen)
+        cases += [(shape, tied, "", True), (shape, tied, "", False)]
+    for shape, tied, name, positional in cases:
+        fields, what = _count(learner, seed, shape, tied, name=name, positional=positional)
         want = ref.count_params(**shape, tied=tied)
-        for field in FIELDS:
-            expected = getattr(want, field)
-            if fields[field] != expected:
-                hint = _field_hint(field, fields[field], shape, tied, fields)
-                raise Mistake(f"{what}: {field} is {fields[field]:,}, expected {expected:,}: "
-                              f"{hint}")
+        wrong = _first_wrong(fields, want)
+        if wrong is not None:
+            expected = getattr(want, wrong)
+            if positional and _first_wrong(_count(learner, seed, shape, tied)[0], want) is None:
+                raise Mistake(
+                    f"{what}: {wrong} is {fields[wrong]:,}, expected {expected:,}, though the "
+                    "same call with the arguments by name is right: your count_params takes its "
+                    "arguments in another order. Keep the stub's signature, count_params("
+                    "vocab_size, d_model, n_layers, n_ctx, tied=True)"
+                )
+            hint = _field_hint(wrong, fields[wrong], shape, tied, fields)
+            raise Mistake(f"{what}: {wrong} is {fields[wrong]:,}, expected {expected:,}: {hint}")
+        floats = [f for f in FIELDS if not isinstance(fields[f], int)]
+        if floats:
+            raise Mistake(
+                f"{what}: {', '.join(floats)} {'is' if len(floats) == 1 else 'are'} "
+                f"{fields[floats[0]]!r}, a float: the right number, but a parameter count is a "
+                "whole number (an int, as ParamCount's fields say). A / makes a float even "
+                "when it divides exactly: keep to +, * and //"
+            )
+
+
+def _counts(shape: dict, tied: bool) -> dict[str, int]:
+    """lumen's counts for ``shape``, as ParamCount's fields."""
+    return dataclasses.asdict(ref.count_params(**shape, tied=tied))
+
+
+def _described(shape: dict, tied: bool, name: str) -> str:
+    size = name or ", ".join(f"{k}={v}" for k, v in shape.items())
+    return f"the ParamCount of {size}, {'tied' if tied else 'untied'}"
+
+
+def _methods(learner, seed: int, counts: dict, what: str, **asked) -> dict:
+    """The learner's ParamCount(**counts) (filled in by the grader) and what ``asked`` of it."""
+    outcome = learner.call("param_count", seed=seed, counts=counts, **asked)
+    return unwrap(outcome, f"ParamCount(**counts) for {what}", MODULE)
 
 
 def test_embedding_share(learner, seed, gen):
@@ -170,70 +274,98 @@ def test_embedding_share(learner, seed, gen):
     cases = [(_preset("gpt2"), True, "gpt2"), (_preset("gpt2"), False, "gpt2"),
              (_preset("gpt2-xl"), True, "gpt2-xl"), (_random_shape(gen), True, "")]
     for shape, tied, name in cases:
-        result, what = _count(learner, seed, shape, tied, share=True, name=name)
-        what = f"{what}.embedding_share"
-        got = _number(result["embedding_share"], what)
-        fields = result["fields"]  # judged against the learner's own counts
-        token, total = fields["token_embedding"], fields["total"]
-        want = token / total if total else math.nan
+        counts = _counts(shape, tied)
+        what = f"embedding_share of {_described(shape, tied, name)}"
+        got = _number(_methods(learner, seed, counts, what, share=True)["embedding_share"], what)
+        token, total = counts["token_embedding"], counts["total"]
+        want = token / total
         if math.isclose(got, want, rel_tol=1e-9):
             continue
         hints = [
-            ((token + fields["position_embedding"]) / total, "that includes the position "
+            ((token + counts["position_embedding"]) / total, "that includes the position "
              "embedding: the share is the token embedding (wte) alone"),
             (100 * want, "that is a percentage: return the fraction (0.31, not 31)"),
-            (token / (total - token) if total != token else math.nan, "that divides by the rest "
-             "of the model: divide by the total"),
+            (token / (total - token), "that divides by the rest of the model: divide by the "
+             "total"),
         ]
         hint = next((h for value, h in hints if math.isclose(got, value, rel_tol=1e-9)),
                     "the token embedding's fraction of all parameters, token_embedding / total")
         raise Mistake(f"{what} is {got:.6g}, expected {want:.6g} = {token:,} / {total:,}: {hint}")
 
 
+#: memory_bytes's argument -> bytes per number: as a string, as torch's dtype, by keyword
+#: ("dtype=..."), and none at all ("default", fp32).
+SIZES = {"default": 4, "fp32": 4, "fp16": 2, "bf16": 2, "torch.float32": 4, "torch.float16": 2,
+         "torch.bfloat16": 2, "dtype=fp16": 2, "dtype=torch.bfloat16": 2}
+
+
+def _memory_call(spec: str) -> str:
+    """``spec`` as the call a learner would write: memory_bytes(dtype='fp16')."""
+    keyword, name = spec.startswith("dtype="), spec.removeprefix("dtype=")
+    arg = "" if name == "default" else name if name.startswith("torch.") else repr(name)
+    return f"memory_bytes({'dtype=' if keyword else ''}{arg})"
+
+
+def _memory_hint(got: Number, total: int, bytes_per: int, spec: str) -> str:
+    if spec == "default":
+        return "the default dtype is fp32, 4 bytes per number"
+    hints = [
+        (total * 4, f"{spec.split('.')[-1].removeprefix('dtype=')} stores each number in 2 bytes "
+         "(16 bits), not 4: half precision halves the memory"),
+        (total * bytes_per * 8, "that is bits: divide by 8 for bytes"),
+        (total * bytes_per / 2**20, "that is MiB: return bytes"),
+        (total, "that is the number of parameters: multiply by the bytes per number"),
+    ]
+    return next((h for value, h in hints if math.isclose(got, value, rel_tol=1e-12)),
+                f"total x {bytes_per} bytes per number")
+
+
 def test_memory_bytes(learner, seed, gen):
     """memory_bytes: 4 bytes per number in fp32 (the default), 2 in fp16 and bf16, torch's too"""
-    size = {"default": 4, "fp32": 4, "fp16": 2, "bf16": 2, "torch.float32": 4,
-            "torch.float16": 2, "torch.bfloat16": 2}
     for shape, tied, name in ((_preset("gpt2"), True, "gpt2"), (_random_shape(gen), False, "")):
-        result, what = _count(learner, seed, shape, tied, dtypes=tuple(size), name=name)
-        total = result["fields"]["total"]  # judged against the learner's own total
-        memory = result["memory"]
-        for dtype, bytes_per in size.items():
-            arg = "" if dtype == "default" else dtype if "." in dtype else repr(dtype)
-            where = f"{what}.memory_bytes({arg})"
-            got = _number(memory.get(dtype) if isinstance(memory, dict) else None, where)
-            want = total * bytes_per
-            if got == want:
-                continue
-            hints = [
-                (total * 4, f"{dtype.removeprefix('torch.')} stores each number in 2 bytes (16 "
-                 "bits), not 4: half precision halves the memory"),
-                (total * bytes_per * 8, "that is bits: divide by 8 for bytes"),
-                (total * bytes_per / 2**20, "that is MiB: return bytes"),
-                (total, "that is the number of parameters: multiply by the bytes per number"),
-            ]
-            hint = next((h for value, h in hints if math.isclose(got, value, rel_tol=1e-12)),
-                        f"total x {bytes_per} bytes per number")
-            if dtype == "default":
-                hint = "the default dtype is fp32, 4 bytes per number"
-            raise Mistake(f"{where} is {got:,}, expected {want:,} = {total:,} x {bytes_per}: "
-                          f"{hint}")
+        counts = _counts(shape, tied)
+        total, described = counts["total"], _described(shape, tied, name)
+        memory = _methods(learner, seed, counts, described, dtypes=list(SIZES))["memory"]
+        for spec, bytes_per in SIZES.items():
+            where = f"{_memory_call(spec)} of {described}"
+            value = memory.get(spec) if isinstance(memory, dict) else None
+            if spec.startswith("dtype=") and isinstance(value, dict) and \
+                    value.get("error") == "TypeError":
+                raise Mistake(f"{where} raised TypeError: {value.get('message', '')}: keep the "
+                              "stub's signature, memory_bytes(self, dtype='fp32'), so that the "
+                              "dtype can be given by name too")
+            _refused(value, where)
+            got, want = _numeric(value), total * bytes_per
+            if got is None:
+                raise Mistake(f"{where} returned {_kind(value)}, expected a whole number of "
+                              "bytes (an int)")
+            if got != want:
+                raise Mistake(f"{where} is {got:,}, expected {want:,} = {total:,} x {bytes_per}: "
+                              f"{_memory_hint(got, total, bytes_per, spec)}")
+            if not isinstance(got, int):
+                raise Mistake(f"{where} is {got!r}, a float: the right number, but bytes are a "
+                              "whole number (an int, as the signature says). A / makes a float "
+                              "even when it divides exactly: use //")
+
+
+#: Dtypes memory_bytes does not understand: made-up names, and torch dtypes other than the three.
+UNKNOWN = ("fp12", "int3", "torch.float64", "torch.int8")
 
 
 def test_unknown_dtype_refused(learner, seed):
     """memory_bytes refuses a dtype it does not know with ValueError, listing those it knows"""
-    shape = _preset("gpt2")
-    unknown = ("fp12", "int3")
-    result, what = _count(learner, seed, shape, True, dtypes=unknown, name="gpt2")
-    memory = result["memory"]
-    for dtype in unknown:
-        where = f"{what}.memory_bytes({dtype!r})"
-        value = memory.get(dtype) if isinstance(memory, dict) else None
+    counts, described = _counts(_preset("gpt2"), True), _described(_preset("gpt2"), True, "gpt2")
+    memory = _methods(learner, seed, counts, described, dtypes=list(UNKNOWN))["memory"]
+    for spec in UNKNOWN:
+        where = f"{_memory_call(spec)} of {described}"
+        value = memory.get(spec) if isinstance(memory, dict) else None
         if not (isinstance(value, dict) and "error" in value):
-            _number(value, where)  # a wrong type is its own mistake
-            raise Mistake(f"{where} returned {value:,}, but should raise ValueError: a dtype it "
-                          "does not know has no size to guess (only fp32, fp16 and bf16 do)")
-        if value.get("not_implemented"):
+            got = _numeric(value)
+            shown = f"{got:,}" if got is not None else _kind(value)
+            raise Mistake(f"{where} returned {shown}, but should raise ValueError: a dtype it "
+                          "does not know has no size to guess (only fp32, fp16 and bf16 do, as "
+                          "strings or as torch.float32, torch.float16 and torch.bfloat16)")
+        if _is_stub(value):
             raise NotImplementedYet(f"{where} is not implemented yet")
         if value["error"] != "ValueError":
             raise Mistake(f"{where} raised {value['error']}: {value.get('message', '')}, but "

@@ -23,8 +23,8 @@ import math
 
 import torch
 
-from autograder import values
-from autograder.feedback import Mistake, expect_tensor, unwrap
+from autograder.suites import values
+from autograder.suites.feedback import Mistake, expect_tensor, unwrap
 from lumen.params import count_params
 
 STAGE = "tying"
@@ -36,6 +36,18 @@ SQUARE = {"vocab_size": 64, "n_ctx": 16, "d_model": 64, "n_layers": 2, "n_heads"
 TIE = "self.lm_head.weight = self.wte.weight"
 DELTA = 0.05  # the in-place change of wte.weight, against entries of std 0.02: never missed
 LR, WEIGHT_DECAY = 0.5, 0.5  # one SGD step; the decay shows a matrix listed twice
+
+#: Hidden test -> the visible tests (exercises/tests/test_tying.py) of the same requirement.
+VISIBLE: dict[str, tuple[str, ...]] = {
+    "test_tied_head_is_the_embedding": ("test_tied_head_is_the_same_parameter",
+                                        "test_every_row_gets_gradient_from_the_output_side"),
+    "test_parameter_count": ("test_tied_counts_the_table_once",),
+    "test_embedding_matrix_is_kept": ("test_the_tie_keeps_the_embeddings_matrix",),
+    "test_tied_logits_and_initial_loss": ("test_tied_logits_are_h_times_the_table_transposed",
+                                          "test_the_tie_keeps_the_embeddings_matrix"),
+    "test_tie_survives_to_and_load": ("test_the_tie_survives_to_and_a_state_dict_round_trip",),
+    "test_untied_keeps_two_matrices": ("test_untied_keeps_two_matrices",),
+}
 
 
 def _described(config: dict) -> str:

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 import torch
 
-from autograder.feedback import Mistake
+from autograder.suites.feedback import Mistake
 from lumen import gpt2 as ref
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from autograder.feedback import Mistake
+from autograder.suites.feedback import Mistake
 from lumen import rules
 
 RULES = "the rules at the top of embeddings.py (and exercises/rules.py, which checks them)"

@@ -1,0 +1,218 @@
+"""Turning probe outcomes into verdicts a learner can act on.
+
+A hidden test fails by raising ``Mistake`` with a message in the chapter's words: what was
+expected, what came back, and the likely cause. Only that message reaches the learner: never
+the test's code, never a traceback of the grader.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import torch
+
+from ..mistakes import CRASH_MARK, TIMEOUT_ADVICE
+from ..sandboxed.protocol import MetaTensor, RemoteObject
+
+if TYPE_CHECKING:  # the type only: the suites never reach into the worker
+    from ..worker_client import Outcome
+
+
+class Mistake(AssertionError):
+    """The learner's code did something wrong; the message says what and why."""
+
+
+class NotImplementedYet(Mistake):
+    """The learner's function still raises the stub's NotImplementedError."""
+
+
+class Reply(dict):
+    """A probe's reply: a missing key means the worker's answer was tampered with."""
+
+    def __getitem__(self, key: str) -> object:
+        if key not in self:
+            raise Mistake(
+                f"the answer from your code's process lacks {key!r}: it was not produced by the "
+                "grader's probe (did your code replace parts of the grader?)"
+            )
+        return dict.__getitem__(self, key)
+
+
+def describe_error(error: dict) -> str:
+    """The learner's exception: its type, its message quoted (repr), and where it was raised,
+    the line of code in backticks. Quoted, the learner's own words are told apart from the
+    grader's, here and in the mistake's id (``autograder/mistakes.py`` drops quoted text and
+    code), so two learners' different words for one mistake give one id."""
+    where = ""
+    if error.get("where"):  # "embeddings.py, line 7, in forward: return self.weight[ids]"
+        place, _, code = str(error["where"][-1]).partition(": ")
+        where = f" (at {place}: `{code}`)" if code else f" (at {place})"
+    return f"{error['type']}: {str(error['message'])!r}{where}"
+
+
+def unwrap(outcome: Outcome, what: str, module: str | None = None) -> object:
+    """The outcome's value, or a Mistake that says why there is none."""
+    if module and module in outcome.import_errors:
+        error = outcome.import_errors[module]
+        raise Mistake(  # mistakes.IMPORT_MARK: one mistake, whichever test meets it
+            f"your {module}.py could not be imported, so {what} could not be graded: "
+            f"{describe_error(error)}"
+        )
+    if outcome.timed_out:
+        raise Mistake(
+            f"{what} did not finish in time"
+            + (f" ({outcome.crashed})" if outcome.crashed else "")
+            + TIMEOUT_ADVICE
+        )
+    if outcome.crashed:
+        raise Mistake(f"{what}{CRASH_MARK}{outcome.crashed}")
+    if outcome.error is not None:
+        if outcome.error.get("not_implemented"):
+            raise NotImplementedYet(f"{what} is not implemented yet")
+        raise Mistake(f"{what} raised {describe_error(outcome.error)}")
+    if isinstance(outcome.value, dict):
+        return Reply(outcome.value)
+    return outcome.value
+
+
+#: Whether a grader without a GPU runs the device checks on the meta device. Off, those checks
+#: run nowhere but on a GPU: tests/test_meta_pass.py grades every correct variant both ways and
+#: requires the same verdicts, so the meta pass never costs correct code a point.
+META_PASS = True
+
+
+def checked_devices(devices: list[str]) -> list[str]:
+    """Where the device checks run: the GPU when there is one, else the meta device (with the
+    values behind it, ``probes.MetaWithValues``), else nowhere."""
+    return [d for d in devices if d != "cpu"] or (["meta"] if META_PASS else [])
+
+
+def unwrap_meta(outcome: Outcome, what: str, module: str | None = None) -> object | None:
+    """``unwrap`` for a call on the meta device, or None when it shows nothing about devices.
+
+    The probes run it with every tensor's values kept behind it, so correct code runs there
+    exactly as on the CPU, value reads included. An error that names a device means tensors
+    on two devices met (one made on, or moved to, a fixed device): a Mistake. Any other error
+    says nothing about devices (the CPU checks judge the code), so the meta pass abstains."""
+    error = outcome.error
+    if error is not None and not error.get("not_implemented"):
+        if "device" not in str(error.get("message", "")).lower():
+            return None
+        raise Mistake(
+            f"{what} raised {describe_error(error)}: tensors on two devices met. Create new "
+            "tensors on the inputs' device (device=ids.device, or the weight's), never on a "
+            "hard-coded one (.to('cpu'), .cpu(), device='cpu')"
+        )
+    return unwrap(outcome, what, module)
+
+
+#: What a TypeError says when a call does not fit the function's parameters.
+_SIGNATURE = re.compile(r"unexpected keyword argument|positional argument|multiple values for "
+                        r"argument|required keyword")
+
+
+def check_signature(outcome: Outcome, what: str, stub: str) -> None:
+    """A Mistake when the call itself did not fit: the learner's function does not take its
+    arguments as the stub's signature ``stub`` says (a parameter renamed, reordered, dropped
+    or made keyword-only). Such a TypeError comes before any line of the learner's code runs,
+    so it has no place in the learner's files (``where``); one raised inside them is theirs."""
+    error = outcome.error
+    if (error is not None and error.get("type") == "TypeError" and not error.get("where")
+            and _SIGNATURE.search(str(error.get("message", "")))):
+        raise Mistake(
+            f"{what} raised {describe_error(error)}: keep the stub's signature, {stub}, with its "
+            "parameter names and order. The grader calls it positionally and by name, as any "
+            "caller may"
+        )
+
+
+def expect_error(outcome: Outcome, what: str, kinds: tuple[str, ...], why: str,
+                 module: str | None = None) -> dict:
+    """The learner's exception, which must be one of ``kinds``; a Mistake otherwise."""
+    if outcome.error is not None and outcome.error.get("not_implemented"):
+        raise NotImplementedYet(f"{what} is not implemented yet")
+    if outcome.ok:
+        raise Mistake(f"{what} returned a result, but should raise {' or '.join(kinds)}: {why}")
+    if outcome.error is None:
+        unwrap(outcome, what, module)
+    if outcome.error["type"] not in kinds:
+        raise Mistake(
+            f"{what} raised {describe_error(outcome.error)}, but should raise "
+            f"{' or '.join(kinds)}: {why}"
+        )
+    return outcome.error
+
+
+def expect_tensor(value: object, what: str, like: torch.Tensor | None = None,
+                  device: str | None = None) -> torch.Tensor | MetaTensor:
+    """``value`` must be a tensor (of ``like``'s shape and dtype, on ``device``)."""
+    if isinstance(value, RemoteObject) or not isinstance(value, torch.Tensor | MetaTensor):
+        kind = value.type_name if isinstance(value, RemoteObject) else type(value).__name__
+        raise Mistake(f"{what} returned a {kind}, not a torch.Tensor")
+    if like is not None:
+        if tuple(value.shape) != tuple(like.shape):
+            raise Mistake(
+                f"{what} has shape {tuple(value.shape)}, expected {tuple(like.shape)}"
+            )
+        if value.dtype != like.dtype:
+            raise Mistake(
+                f"{what} has dtype {value.dtype}, expected {like.dtype}: keep the weight's dtype "
+                "(no float32 default, no .float())"
+            )
+    if device is not None:
+        where = value.device.type if isinstance(value, MetaTensor) else value.remote_device
+        if not str(where).startswith(device):
+            raise Mistake(
+                f"{what} came back on {where} for inputs on {device}: create new tensors on "
+                "the inputs' device (device=ids.device), never a hard-coded one"
+            )
+    return value
+
+
+def first_difference(got: torch.Tensor, expected: torch.Tensor) -> str:
+    """Where two same-shape tensors first differ, for a message."""
+    differ = got != expected
+    if got.is_floating_point():
+        differ = differ & ~(torch.isnan(got) & torch.isnan(expected))
+    index = tuple(int(i) for i in torch.nonzero(differ)[0]) if differ.any() else ()
+    got_value, expected_value = got[index].item(), expected[index].item()
+    return f"at index {list(index)}: got {got_value:.6g}, expected {expected_value:.6g}"
+
+
+def same(got: object, expected: torch.Tensor) -> bool:
+    """``got`` is a tensor equal to ``expected`` in shape, dtype and every value, NaN where it
+    has NaN (torch.equal says NaN != NaN)."""
+    if not isinstance(got, torch.Tensor) or got.shape != expected.shape \
+            or got.dtype != expected.dtype:
+        return False
+    if got.is_floating_point():
+        nan = torch.isnan(expected)
+        return torch.equal(torch.isnan(got), nan) and torch.equal(got[~nan], expected[~nan])
+    return torch.equal(got, expected)
+
+
+def expect_unchanged(reply: Reply, sent: dict[str, torch.Tensor], what: str) -> None:
+    """Each tensor of ``sent`` is, after the call, as the grader sent it (shape, dtype, values)
+    and no in-place operation ran on it (the probe's ``inputs`` and ``in_place``): a function
+    must leave what it is given as it was, since its caller goes on using it."""
+    after, touched = reply["inputs"], reply["in_place"]
+    for name, original in sent.items():
+        got = after.get(name) if isinstance(after, dict) else None
+        if not same(got, original):
+            shape = tuple(got.shape) if isinstance(got, torch.Tensor) else None
+            change = (f"its shape is now {shape}, was {tuple(original.shape)}"
+                      if shape is not None and shape != tuple(original.shape) else
+                      "its values are not the ones it was given")
+            raise Mistake(
+                f"{what} changed the {name} it was given ({change}): work on new tensors "
+                "(x = x / n, x.long().reshape(...)), never in place on an argument (x /= n, "
+                ".unsqueeze_(), .clamp_(), an assignment into a view such as E[b]), since "
+                "the caller goes on using it"
+            )
+        if isinstance(touched, list) and name in touched:
+            raise Mistake(
+                f"{what} changed the {name} it was given in place (an in-place operation ran on "
+                "it, though its values came back as they were): work on new tensors, never in "
+                "place on an argument, which the caller (and autograd) goes on using"
+            )

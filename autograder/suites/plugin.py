@@ -1,0 +1,102 @@
+"""The pytest glue between the hidden suites and one submission's stage processes.
+
+``Grader.grade`` (autograder/grading.py) registers a ``GradingPlugin`` for the submission's
+``Submission`` context; ``pytest autograder/suites --submission PATH [-m STAGE]`` makes one
+itself (``conftest.py``). Each test gets a ``learner`` fixture (probe calls into the learner's
+code for the test's stage) and its verdict is recorded as a ``TestResult``. Each suite module
+names its stage (``STAGE``), which also becomes the test's pytest marker.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+from lumen.stages import STAGE_NAMES, stage
+
+from ..results import TestResult
+
+if TYPE_CHECKING:
+    from ..grading import Submission
+    from ..worker_client import StageSession
+
+
+class GradingPlugin:
+    """Provides the fixtures and records each hidden test's verdict."""
+
+    def __init__(self, context: Submission) -> None:
+        self.context = context
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        # Verdicts come from the Mistake's message, never a traceback: skip pytest's, which
+        # parses the suite's source for every failing test (~1 s a submission of stubs).
+        config.option.tbstyle = "no"
+        for name in STAGE_NAMES:  # `-m embedding` selects a stage, as in the visible tests
+            config.addinivalue_line("markers", f"{name}: stage '{name}', {stage(name).title}")
+
+    @pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        for item in items:
+            item.add_marker(getattr(pytest.mark, _stage_of(item)))
+
+    @pytest.fixture
+    def grading(self) -> Submission:
+        return self.context
+
+    @pytest.fixture
+    def devices(self) -> list[str]:
+        return self.context.devices
+
+    @pytest.fixture
+    def learner(self, request: pytest.FixtureRequest) -> StageSession:
+        return self.context.session(_stage_of(request.node))
+
+    @pytest.fixture
+    def seed(self, request: pytest.FixtureRequest) -> int:
+        return self.context.test_seed(request.node.name)
+
+    @pytest.fixture
+    def gen(self, seed: int):
+        import torch
+
+        return torch.Generator().manual_seed(seed)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
+        outcome = yield
+        report = outcome.get_result()
+        if call.when == "setup" and report.failed or call.when == "call":
+            verdict = _verdict(item, call, report)
+            session = self.context.sessions.get(verdict.stage)
+            if session is not None:  # shown with a failing check (truncated, sanitised)
+                printed = session.take_printed()
+                verdict.output = "" if verdict.passed else printed
+            self.context.results.append(verdict)
+
+
+def _stage_of(node: pytest.Item) -> str:
+    stage = getattr(node.module, "STAGE", None)
+    if stage is None:
+        raise RuntimeError(f"{node.module.__name__} sets no STAGE")
+    return stage
+
+
+def _verdict(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport) -> TestResult:
+    from .feedback import Mistake, NotImplementedYet  # noqa: I001 - lazily: it imports torch
+
+    doc = (item.function.__doc__ or item.name).strip().splitlines()[0]
+    result = TestResult(name=item.name, stage=_stage_of(item), title=doc, passed=report.passed,
+                        seconds=call.duration)
+    if call.excinfo is not None:
+        error = call.excinfo.value
+        if isinstance(error, Mistake):
+            result.message = str(error)
+            result.not_implemented = isinstance(error, NotImplementedYet)
+        else:  # a bug in the grader: say so, never show its traceback to the learner
+            result.grader_error = True
+            result.message = (
+                f"internal grader error ({type(error).__name__}: {error}); "
+                "this is not your fault: please tell your instructor"
+            )
+    return result
