@@ -3,17 +3,33 @@
 
 PYTHON ?= python3
 VENV ?= .venv
-TORCH ?= torch==2.13.0
 SUBMISSION ?= exercises
 PY := $(VENV)/bin/python
+# The torch build the grader runs: the CPU wheel unless TORCH says otherwise (a GPU runner:
+# make grade-cuda TORCH="torch==2.13.0 --index-url <a CUDA wheel index>"). The choice is
+# remembered in .venv/.torch, so later commands without TORCH keep it; a new TORCH reinstalls.
+TORCH_STAMP := $(VENV)/.torch
+ifeq ($(origin TORCH), undefined)
+TORCH := $(or $(shell cat $(TORCH_STAMP) 2>/dev/null),torch==2.13.0)
+endif
 
-.PHONY: setup setup-dev sandbox grade grade-cuda test check lint stubs mutation benchmark clean \
-	benchmark-batch gradescope handout
+.PHONY: FORCE setup setup-dev sandbox grade grade-cuda test check lint stubs mutation benchmark clean \
+	benchmark-batch gradescope handout seeds gpu-check
 
-$(VENV)/.grading: requirements.txt
-	@$(MAKE) --no-print-directory sandbox
+$(VENV)/.python:
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else \
+	  "the grader needs Python 3.11 or newer (tomllib); $(PYTHON) is " + sys.version.split()[0] \
+	  + ": run make PYTHON=python3.11 (or newer)")'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q $(TORCH)
+	touch $@
+
+$(TORCH_STAMP): $(VENV)/.python FORCE
+	@if [ "$$(cat $@ 2>/dev/null)" != "$(TORCH)" ]; then \
+	  echo "installing $(TORCH)"; \
+	  $(PY) -m pip install -q --force-reinstall $(TORCH) && echo "$(TORCH)" > $@; fi
+
+$(VENV)/.grading: requirements.txt $(TORCH_STAMP)
+	@$(MAKE) --no-print-directory sandbox
 	$(PY) -m pip install -q -r requirements.txt
 	touch $@
 
@@ -33,17 +49,23 @@ setup-dev: $(VENV)/.dev      ## plus what the repository's own tests need
 grade: setup                 ## grade $(SUBMISSION) (default: exercises/), stage by stage
 	$(PY) -m autograder grade $(SUBMISSION)
 
-grade-cuda: setup           ## the same on CPU and CUDA (a GPU runner; e.g. make grade-cuda TORCH=torch==2.13.0)
+grade-cuda: setup            ## the same on CPU and CUDA (a GPU runner: pass TORCH once, see above)
 	$(PY) -m autograder grade $(SUBMISSION) --device cuda
 
 test: setup-dev              ## the repository's own tests
 	$(PY) -m pytest
 
-stubs: setup                 ## regenerate exercises/ from lumen/, the single source of every line
-	$(PY) -m solutions.release
+stubs: setup                 ## regenerate exercises/ from lumen/ (refuses to overwrite edits; FORCE=1 backs them up)
+	$(PY) -m solutions.release $(if $(FORCE),--force)
 
 mutation: setup-dev          ## mutate lumen's solution lines; every mutant must lose points
 	$(PY) -m tools.mutation
+
+gpu-check: setup-dev         ## everything CUDA in a few minutes, on a GPU machine (pass TORCH once)
+	$(PY) -m tools.gpu_check
+
+seeds: setup-dev             ## every variant under 50 seeds: one verdict each, or it is listed
+	$(PY) -m tools.seeds --seeds 50
 
 benchmark: setup-dev         ## speed targets, as ratios measured side by side
 	$(PY) benchmarks/grade_speed.py

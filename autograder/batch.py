@@ -10,12 +10,14 @@ grades/)::
                                 .learner and .graded_stages added
     grades/alice/feedback.txt   the report the learner reads (``python -m autograder grade``'s)
     grades/alice/error.txt      only if the grader itself failed on alice (retried next run)
-    grades/summary.md           per-stage averages, the histogram, mistakes ranked by learners
+    grades/summary.md           per-stage averages, the histogram, the diagnosed mistakes
+                                (one row per mistake id, each learner once) and their messages
     grades/histogram.png        the score histogram
 
 A learner whose results.json exists is skipped, so a killed batch resumes where it stopped
-(``--force`` regrades everyone). Every file is written atomically and the CSV and summary are
-rebuilt from the results.json files at the end, so a kill never leaves a half-written row.
+(``--force`` regrades everyone); Ctrl-C and SIGTERM write the CSV and summary first. Every file
+is written atomically (with the umask's permissions) and the CSV and summary are rebuilt from
+the results.json files at the end, so a kill never leaves a half-written row.
 
 ``--jobs N`` runs N grading processes (``python -m autograder.batch --serve``), each with one
 warm ``Grader``: torch is imported N times per batch, not once per learner. A learner whose
@@ -28,6 +30,7 @@ submissions before grading any, stops it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import gc
 import io
@@ -41,11 +44,13 @@ import sys
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from lumen.stages import STAGE_NAMES
 
+from .mistakes import KINDS, kind, mistake_id
 from .report import write_atomic, write_json
 from .untrusted import MAX_NAME, clean_text
 
@@ -54,6 +59,7 @@ RESULTS, FEEDBACK, ERROR = "results.json", "feedback.txt", "error.txt"
 SUMMARY, HISTOGRAM = "summary.md", "histogram.png"
 JOB_SECONDS = 600.0  # one learner, including a fresh worker's start: then the process is ended
 GIVE_UP_AFTER = 3  # grader failures before any success: the grader is broken, not the learners
+INTERRUPTED = "interrupted"  # why the batch stopped after Ctrl-C or SIGTERM
 UIDS_PER_PROCESS = 10_000  # each grading process its own range of sandbox users
 
 
@@ -102,17 +108,56 @@ def discover(submissions: Path, skip: tuple[Path, ...] = ()) -> tuple[list[Learn
 # --- the grading process ---------------------------------------------------------------------
 
 
+def syntax_notes(path: Path) -> list[str]:
+    """A note for each submitted file that does not compile ("embeddings.py: SyntaxError at
+    line 7: ..."), as other malformed files get one. Compiled here, never run: the grader
+    reads the source this way anyway (lumen/rules.py)."""
+    import warnings
+
+    from .submission import prepare
+
+    notes = []
+    for name, source in prepare(path).files.items():
+        try:
+            with warnings.catch_warnings():  # SyntaxWarnings are the learner's, not the log's
+                warnings.simplefilter("ignore")
+                compile(source, name, "exec", dont_inherit=True)
+        except SyntaxError as error:  # IndentationError and TabError too
+            notes.append(f"{name}: {type(error).__name__} at line {error.lineno}: "
+                         f"{clean_text(str(error.msg), 200)}")
+        except (ValueError, RecursionError, MemoryError) as error:  # null bytes, deep nesting
+            notes.append(f"{name} cannot be compiled ({type(error).__name__})")
+    return notes
+
+
+def _without_folder(value: object, folder: str) -> object:
+    """``value`` with ``folder`` (the submissions folder, an absolute path on the instructor's
+    machine) cut out of every string: a learner's files name their submission, not where the
+    instructor keeps it."""
+    if isinstance(value, str):
+        return value.replace(folder, "")
+    if isinstance(value, dict):
+        return {k: _without_folder(v, folder) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_folder(v, folder) for v in value]
+    return value
+
+
 def grade_one(grader, job: dict) -> dict:
     """Grade one learner with a warm ``grader``; the files to write, as text."""
     from . import report
 
-    result = grader.grade(Path(job["path"]), stages=job.get("stages"))
+    path = Path(job["path"])
+    result = grader.grade(path, stages=job.get("stages"))
+    result.notes = [*result.notes, *syntax_notes(path)]
     data = report.gradescope(result, job.get("visibility", "after_due_date"))
     data["extra_data"]["learner"] = job["learner"]
     data["extra_data"]["notes"] = result.notes
     data["extra_data"]["graded_stages"] = job.get("stages") or list(STAGE_NAMES)
+    folder = str(path.parent) + os.sep  # e.g. in "<folder>/bob.zip is neither a folder ..."
     return {"learner": job["learner"], "score": result.score, "seconds": result.seconds,
-            "results": data, "feedback": report.terminal(result)}
+            "results": _without_folder(data, folder),
+            "feedback": _without_folder(report.terminal(result), folder)}
 
 
 def serve(config: dict) -> int:
@@ -269,6 +314,26 @@ def _record(folder: Path, reply: dict, failures: dict[str, str]) -> tuple[str | 
     return error, f"not graded: {clean_text(error, 120)}"
 
 
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM (kill, a scheduler's time limit, a stopped service) stops the batch as Ctrl-C
+    does: what is graded so far is written. Restored on the way out, so a second SIGTERM while
+    the files are written ends the process at once (every file is written atomically). Only
+    the main thread may set a handler; elsewhere SIGTERM keeps its default."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
         device: str = "auto", sandbox: str = "auto", stages: list[str] | None = None,
         visibility: str = "after_due_date", out_dir: Path | None = None,
@@ -320,6 +385,8 @@ def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
                     reply = {"learner": learner.id, "error": "the batch failed on this "
                              f"submission ({type(error).__name__}: {error})"}
                 with lock:
+                    if state["fatal"] == INTERRUPTED:  # the CSV is written without it: a
+                        return  # grade recorded now would be missing there; a rerun grades it
                     if "fatal" in reply:
                         state["fatal"] = reply["fatal"]
                         return
@@ -343,14 +410,15 @@ def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
 
     threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(jobs)]
     try:
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            while thread.is_alive():
-                thread.join(0.5)
+        with _terminate_as_interrupt():
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                while thread.is_alive():
+                    thread.join(0.5)
     except KeyboardInterrupt:
         with lock:
-            state["fatal"] = "interrupted"
+            state["fatal"] = INTERRUPTED
             pending.clear()
         print("interrupted: writing what is graded so far (rerun to resume)", file=progress)
     elapsed = time.perf_counter() - started
@@ -433,23 +501,57 @@ def write_csv(out: Path, rows: list[dict]) -> None:
     write_atomic(out, buffer.getvalue())
 
 
-def first_clause(message: str) -> str:
-    """What a mistake is, without its particulars: the message up to its first ':' or ';'."""
-    return re.split(r"[:;]\s|\.\s", message, maxsplit=1)[0].strip()
+@dataclass
+class Diagnosed:
+    """One row of the summary's table: a diagnosed mistake and the learners who made it."""
+
+    id: str  # mistakes.mistake_id: stage/test/digest, or the kind of code that never ran
+    kind: str  # mistakes.MISTAKE or one of mistakes.KINDS
+    check: str  # what the failing check checks (its title), or what the kind means
+    stages: list[str]  # where it struck, in stage order
+    learners: list[str]  # each once, in the CSV's order
+    example: str  # the first learner's message, in full
+    example_learner: str
 
 
-def ranked_mistakes(rows: list[dict]) -> list[tuple[list[str], dict]]:
-    """Mistakes grouped by (failing test, first clause), most learners first."""
-    who: dict[tuple, list[str]] = defaultdict(list)
-    example: dict[tuple, dict] = {}
+def ranked_mistakes(rows: list[dict]) -> list[Diagnosed]:
+    """The diagnosed mistakes, most learners first, each learner counted once per mistake.
+
+    Grouped by mistake id, computed here from each message (``mistakes.mistake_id``) rather
+    than read back, so results.json files of an older run group the same way: the same check
+    failing the same way is one mistake whatever the inputs, and code that never ran (import
+    failures, timeouts, crashes) is one mistake per kind, whichever tests met it."""
+    found: dict[str, Diagnosed] = {}
     for row in rows:
         for mistake in row["mistakes"]:
-            key = (mistake["stage"], mistake["test"], first_clause(mistake["message"]))
-            if row["learner"] not in who[key]:
-                who[key].append(row["learner"])
-            example.setdefault(key, mistake)
-    order = sorted(who, key=lambda k: (-len(who[k]), STAGE_NAMES.index(k[0]), k[1], k[2]))
-    return [(who[k], {**example[k], "clause": k[2]}) for k in order]
+            stage, test, message = mistake["stage"], mistake["test"], mistake["message"]
+            key = mistake_id(stage, test, message)
+            if key not in found:
+                how = kind(message)
+                check = KINDS.get(how) or str(mistake.get("title") or test)
+                found[key] = Diagnosed(key, how, check, [], [], message, row["learner"])
+            entry = found[key]
+            if stage not in entry.stages:
+                entry.stages = sorted([*entry.stages, stage], key=STAGE_NAMES.index)
+            if row["learner"] not in entry.learners:
+                entry.learners.append(row["learner"])
+    return sorted(found.values(), key=lambda d: (-len(d.learners),
+                                                 STAGE_NAMES.index(d.stages[0]), d.id))
+
+
+#: Markdown that learner text could start (links, images, HTML, code, emphasis, tables).
+_MARKDOWN = re.compile(r"([\\`*_\[\]<>|~])")
+
+
+def _markdown_text(text: str) -> str:
+    """``text`` shown as it is in Markdown: inline markup escaped, and a line that would start
+    a block (heading, list, quote) escaped too."""
+    lines = []
+    for line in text.splitlines() or [""]:
+        line = _MARKDOWN.sub(r"\\\1", line)
+        line = re.sub(r"^(\s*)([#>+-])", r"\1\\\2", line)
+        lines.append(re.sub(r"^(\s*\d+)([.)])", r"\1\\\2", line))
+    return "\n".join(lines)
 
 
 def _cell(text: str, limit: int = 160) -> str:
@@ -488,19 +590,35 @@ def write_summary(out_dir: Path, rows: list[dict]) -> None:
         lines.append("")
         if _histogram(out_dir / HISTOGRAM, totals):
             lines += [f"![score histogram]({HISTOGRAM})", ""]
-    mistakes = ranked_mistakes(rows)
-    lines += ["## What to re-teach: mistakes ranked by how many learners made them", ""]
-    if mistakes:
-        lines += ["| learners | stage | test | mistake | who |", "|---:|---|---|---|---|"]
-        for who, m in mistakes:
-            names = ", ".join(who[:5]) + (f" and {len(who) - 5} more" if len(who) > 5 else "")
-            lines.append(f"| {len(who)} | {m['stage']} | {m['test']} | {_cell(m['clause'])} "
-                         f"| {_cell(names)} |")
-        lines += ["", "Each mistake's full message (the first learner's):", ""]
-        lines += [f"- **{m['test']}**: {_cell(m['message'], 400)}" for _, m in mistakes]
-    else:
-        lines.append("No diagnosed mistakes (unwritten stubs are not mistakes).")
+    lines += _mistakes_section(ranked_mistakes(rows))
     write_atomic(out_dir / SUMMARY, "\n".join(lines) + "\n")
+
+
+def _mistakes_section(mistakes: list[Diagnosed], names_shown: int = 8) -> list[str]:
+    """What to re-teach: a row per diagnosed mistake, then each one's full message once."""
+    lines = ["## What to re-teach: mistakes ranked by how many learners made them", ""]
+    if not mistakes:
+        return [*lines, "No diagnosed mistakes (unwritten stubs are not mistakes)."]
+    lines += ["One row per mistake: the same check failing the same way, whatever the inputs, "
+              "each learner counted once. Code that never ran is one row per kind (import "
+              "failures, timeouts, crashes), whichever checks it cost. The full messages are "
+              "below the table.", "",
+              "| # | learners | stage | check | mistake id | who |",
+              "|---|---:|---|---|---|---|"]
+    for n, m in enumerate(mistakes, start=1):
+        who = ", ".join(m.learners[:names_shown])
+        if len(m.learners) > names_shown:
+            who += f" and {len(m.learners) - names_shown} more"
+        lines.append(f"| M{n} | {len(m.learners)} | {', '.join(m.stages)} | {_cell(m.check)} "
+                     f"| `{m.id}` | {' '.join(_markdown_text(who).split())} |")
+    lines += ["", "### Each mistake in full", ""]
+    for n, m in enumerate(mistakes, start=1):
+        learners = ", ".join(m.learners)
+        lines += [f"**M{n}** `{m.id}`: {len(m.learners)} learner"
+                  f"{'s' if len(m.learners) > 1 else ''} ({_markdown_text(learners)}). "
+                  f"{_markdown_text(m.example_learner)}'s message:", ""]
+        lines += [f"> {line}" for line in _markdown_text(m.example).splitlines()] + [""]
+    return lines
 
 
 def _histogram(path: Path, totals: list[float]) -> bool:

@@ -127,8 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--torch", default=DEFAULT_TORCH,
                         help=f"what setup.sh pip-installs first (default {DEFAULT_TORCH})")
     parser.add_argument("--visibility", default="after_due_date", choices=VISIBILITIES,
-                        help="when learners see each hidden test's result (default "
-                             "after_due_date; the per-stage summary is always visible)")
+                        help="when learners see each hidden test's entry: its title, message "
+                             "and printed output (default after_due_date); the top-level "
+                             "output, shown at once, holds only the per-stage scores")
     args = parser.parse_args(argv)
     out = build(args.out, args.torch, args.visibility)
     with zipfile.ZipFile(out) as archive:

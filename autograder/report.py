@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
-from pathlib import Path
+import secrets
+from pathlib import Path, PurePath
 from xml.etree import ElementTree
 
 from lumen.stages import stage
 
+from .mistakes import kind
 from .results import Grade, StageGrade
 from .untrusted import clean_text, encodable
 
@@ -36,9 +37,15 @@ def stage_line(s: StageGrade) -> str:
     return f"  {s.name:<11}{s.score:>6.1f} / {s.max_score:<5g} {status}"
 
 
+def submission_name(g: Grade) -> str:
+    """The submission as its learner knows it: its folder's or zip's name, never the path on
+    the grading machine (an instructor's home folder, /autograder/...)."""
+    return clean_text(PurePath(g.submission).name or g.submission, 500)  # the learner's name
+
+
 def terminal(g: Grade) -> str:
     """The report a learner or instructor reads: six stages, then what to fix first."""
-    lines = [f"lumen autograder: {clean_text(g.submission, 500)}",  # a path a learner named
+    lines = [f"lumen autograder: {submission_name(g)}",
              f"  seed {g.seed}, devices {', '.join(g.devices)}, sandbox: {g.sandbox}, "
              f"{g.seconds:.1f} s", ""]
     lines += [stage_line(s) for s in g.stages]
@@ -60,8 +67,36 @@ def terminal(g: Grade) -> str:
     return encodable("\n".join(lines).rstrip() + "\n")  # printable on any UTF-8 terminal
 
 
+#: When a learner sees the hidden tests' entries, by their Gradescope visibility.
+SHOWN = {"hidden": "are shown to your instructor only",
+         "after_due_date": "are shown after the due date",
+         "after_published": "are shown once the grades are published"}
+
+
+def visible_summary(g: Grade, visibility: str) -> str:
+    """The top-level output of results.json, which Gradescope shows a learner at once: the
+    per-stage scores and the notes on the submission's files, never a hidden test's title,
+    message or printed output. With ``visible`` tests it is the whole report, which then tells
+    nothing the tests' own entries do not."""
+    if visibility == "visible":
+        return terminal(g)
+    lines = [f"lumen autograder: {submission_name(g)}", ""]
+    for s in g.stages:
+        status = " not implemented yet" if s.not_implemented and s.score < s.max_score else ""
+        lines.append(f"  {s.name:<11}{s.score:>6.1f} / {s.max_score:<5g}{status}".rstrip())
+    lines += [f"  {'total':<11}{g.score:>6.1f} / {g.max_score:g}", "",
+              f"The checks behind these scores (what each one checks, what went wrong and what "
+              f"your code printed) {SHOWN[visibility]}."]
+    if g.not_graded:
+        lines.append(f"Not graded in this run: {', '.join(g.not_graded)}")
+    lines += [f"Note: {note}" for note in g.notes]  # about the files, not about a hidden test
+    return encodable("\n".join(lines).rstrip() + "\n")
+
+
 def gradescope(g: Grade, visibility: str = "after_due_date") -> dict:
-    """Gradescope's results.json: per-test entries tagged by stage, stage totals in extra_data."""
+    """Gradescope's results.json: per-test entries tagged by stage with ``visibility``, a
+    top-level output that reveals no more than they do (``visible_summary``), stage totals and
+    the diagnosed mistakes (with their ids) in extra_data, which only instructors see."""
     tests = []
     for i, s in enumerate(g.stages, start=1):
         for j, (r, score, max_score) in enumerate(s.tests, start=1):
@@ -81,7 +116,9 @@ def gradescope(g: Grade, visibility: str = "after_due_date") -> dict:
     return {
         "score": round(g.score, 4),
         "execution_time": round(g.seconds, 2),
-        "output": terminal(g),  # the per-stage summary, visible at once
+        # Shown to learners at once, whatever the tests' visibility: so it says no more than
+        # the tests do. The whole report goes to stdout, which only instructors see.
+        "output": visible_summary(g, visibility),
         "visibility": "visible",
         "stdout_visibility": "hidden",
         "tests": tests,
@@ -90,7 +127,8 @@ def gradescope(g: Grade, visibility: str = "after_due_date") -> dict:
             "seed": g.seed,
             "devices": g.devices,
             "sandbox": g.sandbox,
-            "mistakes": [{"stage": s.name, "test": r.name, "message": r.message}
+            "mistakes": [{"id": r.mistake_id, "kind": kind(r.message), "stage": s.name,
+                          "test": r.name, "title": r.title, "message": r.message}
                          for s in g.stages for r, _, _ in s.tests
                          if not r.passed and not r.not_implemented],
         },
@@ -119,11 +157,24 @@ def junit(g: Grade) -> str:
     return ElementTree.tostring(root, encoding="unicode")
 
 
+def _new_temporary(path: Path) -> tuple[int, Path]:
+    """A new empty file next to ``path``, for writing it whole, with the permissions a plain
+    open() would give ``path`` (0666 less the umask): mkstemp's 0600 would lock the instructor's
+    group out of the grades. O_EXCL: never an existing file, nor a link put in its place."""
+    while True:
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666), tmp
+        except FileExistsError:
+            continue
+
+
 def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so a reader never sees half a file, even after a kill."""
+    """Write ``text`` to ``path`` so a reader never sees half a file, even after a kill. The
+    file and any folder made for it follow the umask, as a plain write would."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    fd, tmp = _new_temporary(path)
     try:
         # backslashreplace: a lone surrogate is written as its escape, never an error
         with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as f:

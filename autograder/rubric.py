@@ -7,10 +7,9 @@ nothing, so a stage's partial credit comes from its several tests.
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-
-import tomllib
 
 from lumen.stages import STAGE_NAMES
 

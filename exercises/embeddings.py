@@ -14,6 +14,22 @@ Companion code for the chapter "The Embedding Layer". Read top to bottom:
 
 Shapes use V for the vocabulary size and d for the embedding width (d_model).
 
+What every function here promises, beyond its own docstring (the grader checks each):
+
+- It takes its arguments as its signature says, positionally and by name: keep the stub's
+  parameter names and order (``one_hot(ids, 10, torch.float64)`` and
+  ``one_hot(ids=ids, num_classes=10)`` must both work).
+- It leaves what it is given as it was: work on new tensors (``x = x / n``), never in place on
+  an argument (``x /= n``, ``ids.unsqueeze_(-1)``, ``E[b] -= ...``), since the caller goes on
+  using it. Careful: ``ids.long()`` of int64 ids, and ``E[b]`` of a table, are not copies.
+- Token ids may have any integer dtype (int8, int16, int32, int64, uint8) and any layout,
+  contiguous or not (a transposed batch): widen them with ``.long()`` where an operation needs
+  int64, and flatten with ``reshape``, not ``view``.
+- New tensors go on the inputs' device (``device=ids.device``, or the weight's), never a
+  hard-coded one; results keep the weight's dtype. On a machine without a GPU the grader checks
+  this on the meta device, with the values kept behind it, so reading values there (a range
+  check) is fine.
+
 Rules: the grader reads your source. Two stages ask you to write by hand what PyTorch already
 has, so their built-ins are banned anywhere in your three files (embeddings.py, params.py,
 gpt2.py), helpers included: stage 'embedding' bans nn.Embedding, F.embedding, torch.embedding,
@@ -41,46 +57,6 @@ import torch
 from torch import Tensor, nn
 
 
-def check_ids(ids: Tensor, vocab_size: int) -> None:
-    """Reject anything that is not a valid tensor of token ids for a vocabulary of ``vocab_size``.
-
-    Ids are labels, not quantities, so they must be integers. Plain indexing would silently
-    accept a negative id (``E[-1]`` is the last row) and would treat a bool tensor as a mask,
-    so both are refused here, with a message that names the offending id.
-
-    Args:
-        ids: token ids, an integer tensor of any shape ``(...)``.
-        vocab_size: V, the number of rows; valid ids are ``0 <= id < V``.
-
-    Raises:
-        TypeError: ``ids`` is not a tensor, or holds floats, complex numbers or bools.
-        IndexError: some id is outside ``[0, vocab_size)``; the message names the first one.
-    """
-    # YOUR CODE HERE (stage: embedding)
-    raise NotImplementedError("check_ids is not implemented yet (stage 'embedding')")
-
-
-class RowLookup(torch.autograd.Function):
-    """``weight[index]`` for a flat LongTensor ``index``, with its gradient written out.
-
-    The gradient of a row lookup is a scatter-add: row ``i`` of ``weight.grad`` is the sum of
-    the upstream gradients of every position that looked up ``i``, so repeated ids add up.
-    (Plain ``weight[index]`` does the same through autograd's index_put, a little slower.)
-    """
-
-    @staticmethod
-    def forward(ctx, weight: Tensor, index: Tensor) -> Tensor:
-        """``weight`` (V, d), ``index`` (N,) int64 -> rows (N, d)."""
-        # YOUR CODE HERE (stage: embedding)
-        raise NotImplementedError("RowLookup.forward is not implemented yet (stage 'embedding')")
-
-    @staticmethod
-    def backward(ctx, grad: Tensor) -> tuple[Tensor, None]:
-        """``grad`` (N, d) -> (weight's gradient (V, d), None for the index)."""
-        # YOUR CODE HERE (stage: embedding)
-        raise NotImplementedError("RowLookup.backward is not implemented yet (stage 'embedding')")
-
-
 class Embedding(nn.Module):
     """A learned lookup table: row ``i`` of ``weight`` is the vector for token ``i``.
 
@@ -88,6 +64,9 @@ class Embedding(nn.Module):
     V x d ``nn.Parameter`` and the forward pass is ``weight[ids]``. Stage 'embedding' bans
     nn.Embedding, F.embedding, torch.embedding, F.embedding_bag and nn.EmbeddingBag anywhere in
     your files (see "Rules" at the top of this file): write the lookup yourself.
+
+    Build it positionally or by name, ``Embedding(V, d)`` or ``Embedding(vocab_size=V,
+    d_model=d)``.
 
     Args:
         vocab_size: V, the number of tokens (rows).
@@ -118,7 +97,15 @@ class Embedding(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        """Fill ``weight`` with N(0, std^2) draws, in place (``std=None``: ``1/sqrt(d_model)``).
+        """Fill ``weight`` with independent N(0, std^2) draws, in place.
+
+        ``std`` is ``self.std``; ``None`` means ``1/sqrt(d_model)``, while ``0.0`` is a std like
+        any other (every entry 0). Normal draws, not merely numbers of the right mean and
+        spread: a uniform fill or a pattern such as +-std fails, as the tests look at the
+        shape of the distribution too. In place: the same Parameter object afterwards (an
+        optimiser or a tied lm_head holds it), of the same dtype and device (the layer may
+        have been converted with ``.double()``), and not recorded by autograd
+        (``torch.no_grad()``), so that the weight stays a trainable leaf.
 
         Not zeros: identical rows would get identical gradients and never become different.
         Small: the rows are the residual stream's starting value.
@@ -131,11 +118,15 @@ class Embedding(nn.Module):
     def scale_output(self, x: Tensor) -> Tensor:
         """Apply the optional output scaling: ``x * sqrt(d_model)`` if ``scale`` else ``x``.
 
+        Differentiable and out of place: the gradient with respect to ``x`` is ``sqrt(d_model)``
+        (scale on) or 1 (off), so no ``.detach()``, ``.data`` or ``torch.no_grad()``; and ``x``
+        is left as it was (no ``x.mul_``), since it holds the rows the caller looked up.
+
         Args:
-            x: looked-up rows, ``(..., d_model)``.
+            x: looked-up rows, ``(..., d_model)``, tracked by autograd.
 
         Returns:
-            ``(..., d_model)``, the same tensor when ``scale`` is off.
+            ``(..., d_model)`` in ``x``'s dtype; the same tensor when ``scale`` is off.
         """
         # YOUR CODE HERE (stage: init)
         raise NotImplementedError("Embedding.scale_output is not implemented yet (stage 'init')")
@@ -145,10 +136,17 @@ class Embedding(nn.Module):
         F.embedding: see "Rules" at the top of this file).
 
         Args:
-            ids: integer token ids of any shape ``(...)``, each in ``[0, vocab_size)``.
+            ids: token ids of any shape ``(...)`` (a single 0-d id too), each in
+                ``[0, vocab_size)``, of any integer dtype: plain ``weight[ids]`` refuses int8
+                and int16 ids and reads uint8 ids as a mask, so widen them with ``.long()``.
+                Contiguous or not (flatten with ``reshape``, not ``view``), and left as they
+                were (``ids.long()`` of int64 ids is ``ids`` itself: nothing in place on it).
 
         Returns:
-            ``(..., d_model)``: row ``ids[...]`` of ``weight``, then ``scale_output``.
+            ``(..., d_model)``: row ``ids[...]`` of ``weight``, exactly, in ``weight``'s dtype
+            (float64 and bfloat16 too) and on its device, then ``self.scale_output``, which
+            does the optional scaling (so none here). Differentiable: the gradients of
+            repeated ids add up in ``weight.grad``.
 
         Raises:
             TypeError, IndexError: as ``check_ids``.
@@ -161,6 +159,56 @@ class Embedding(nn.Module):
         return f"{self.vocab_size}, {self.d_model}, std={self.std}, scale={self.scale}"
 
 
+def check_ids(ids: Tensor, vocab_size: int) -> None:
+    """Reject anything that is not a valid tensor of token ids for a vocabulary of ``vocab_size``.
+
+    Ids are labels, not quantities, so they must be integers. Plain indexing would silently
+    accept a negative id (``E[-1]`` is the last row) and would treat a bool tensor as a mask,
+    so both are refused here, with a message that names the offending id. ``forward`` refuses
+    bad ids through this function, and the grader calls it on its own too.
+
+    Args:
+        ids: token ids, a tensor of any shape ``(...)`` and any integer dtype (int8, int16,
+            int32, int64, uint8: compare them as int64, ``ids.long()``).
+        vocab_size: V, the number of rows; valid ids are ``0 <= id < V``.
+
+    Raises:
+        TypeError: ``ids`` is not a tensor (a list, say: check ``isinstance`` first, so that
+            the error says so), or holds floats (every float dtype, float16 too), complex
+            numbers or bools.
+        IndexError: some id is outside ``[0, vocab_size)``; the message names that id and
+            ``vocab_size``.
+    """
+    # YOUR CODE HERE (stage: embedding)
+    raise NotImplementedError("check_ids is not implemented yet (stage 'embedding')")
+
+
+class RowLookup(torch.autograd.Function):
+    """``weight[index]`` for a flat LongTensor ``index``, with its gradient written out.
+
+    Given code, not graded: a faster lookup you may use in ``Embedding.forward``, or not
+    (``self.weight[ids]`` is just as right).
+
+    The gradient of a row lookup is a scatter-add: row ``i`` of ``weight.grad`` is the sum of
+    the upstream gradients of every position that looked up ``i``, so repeated ids add up.
+    (Plain ``weight[index]`` does the same through autograd's index_put, a little slower.)
+    """
+
+    @staticmethod
+    def forward(ctx, weight: Tensor, index: Tensor) -> Tensor:
+        """``weight`` (V, d), ``index`` (N,) int64 -> rows (N, d)."""
+        ctx.save_for_backward(index)
+        ctx.vocab_size = weight.shape[0]
+        return weight.index_select(0, index)  # (N, d)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[Tensor, None]:
+        """``grad`` (N, d) -> (weight's gradient (V, d), None for the index)."""
+        (index,) = ctx.saved_tensors
+        grad_weight = grad.new_zeros(ctx.vocab_size, grad.shape[1])  # (V, d)
+        return grad_weight.index_add_(0, index, grad), None  # repeated ids add up
+
+
 def one_hot(ids: Tensor, num_classes: int, dtype: torch.dtype = torch.float32) -> Tensor:
     """One-hot encode ``ids``: a 1 at each id's position, zeros elsewhere.
 
@@ -168,13 +216,18 @@ def one_hot(ids: Tensor, num_classes: int, dtype: torch.dtype = torch.float32) -
     included (see "Rules" at the top of this file).
 
     Args:
-        ids: integer token ids of any shape ``(...)``, each in ``[0, num_classes)``.
+        ids: token ids of any shape ``(...)`` (a single 0-d id too), each in
+            ``[0, num_classes)``, of any integer dtype (``scatter_`` wants int64 indices and
+            indexing reads uint8 as a mask: widen them with ``.long()``), contiguous or not.
+            Left as they were: no ``ids.unsqueeze_(-1)`` (``ids.long()`` of int64 ids is
+            ``ids`` itself).
         num_classes: V, the length of each one-hot vector. Always given, never guessed from
             ``ids.max()``: a batch that lacks the last token still has V classes.
-        dtype: the result's dtype (float, so it can be multiplied by a weight matrix).
+        dtype: the result's dtype, float32 unless given (by position or by name): a float, so
+            it can be multiplied by a weight matrix.
 
     Returns:
-        ``(..., num_classes)`` on ``ids``'s device.
+        ``(..., num_classes)`` in ``dtype``, on ``ids``'s device (``device=ids.device``).
     """
     # YOUR CODE HERE (stage: onehot)
     raise NotImplementedError("one_hot is not implemented yet (stage 'onehot')")
@@ -183,13 +236,20 @@ def one_hot(ids: Tensor, num_classes: int, dtype: torch.dtype = torch.float32) -
 def embed_via_onehot(weight: Tensor, ids: Tensor) -> Tensor:
     """The embedding the slow way: ``one_hot(ids) @ weight``, equal to ``weight[ids]``.
 
+    Compute the product: every row of E takes part. Each output number is a sum over all V
+    rows, most of them times 0, which is why this route costs V times the lookup; and it shows
+    in floating point: a row that no id selects but that holds inf or NaN makes its column NaN
+    (0 * inf is NaN), as ``one_hot(ids) @ E`` does and a lookup (``weight[ids]``) does not.
+
     Args:
-        weight: the embedding matrix E, ``(V, d)``.
-        ids: integer token ids of any shape ``(...)``.
+        weight: the embedding matrix E, ``(V, d)``; left as it was.
+        ids: token ids as in ``one_hot``: any shape, any integer dtype, contiguous or not;
+            left as they were.
 
     Returns:
-        ``(..., d)`` in ``weight``'s dtype, on ``weight``'s device: the same numbers as the
-        lookup, V times slower.
+        ``(..., d)`` in ``weight``'s dtype (float64, float16, bfloat16 too: build the one-hot
+        in it), on ``weight``'s device: for a finite E, exactly the lookup's numbers, V times
+        slower.
     """
     # YOUR CODE HERE (stage: onehot)
     raise NotImplementedError("embed_via_onehot is not implemented yet (stage 'onehot')")
@@ -201,12 +261,17 @@ def cosine_similarity(a: Tensor, b: Tensor, eps: float = 1e-8) -> Tensor:
     Lengths cancel: a token twice as "loud" that points the same way scores the same.
 
     Args:
-        a: ``(..., d)``.
-        b: ``(..., d)``, broadcastable against ``a``.
-        eps: lengths below ``eps`` are treated as ``eps``, so a zero vector scores 0, not NaN.
+        a: ``(..., d)``, for any d (1 and 2 too); left as it was (``a = a / n``, not
+            ``a /= n``).
+        b: ``(..., d)``, broadcastable against ``a`` as in ``a * b``; left as it was.
+        eps: the least length: each vector is divided by ``max(its length, eps)``, each
+            length on its own (not their product), so a zero vector scores 0, not NaN, and a
+            vector shorter than ``eps`` scores less than its cosine. Given by position or by
+            name.
 
     Returns:
-        ``(...)``, the broadcast shape without the last dimension, values in [-1, 1].
+        ``(...)``, the broadcast shape without the last dimension, values in [-1, 1], in the
+        inputs' dtype (float64 stays float64).
     """
     # YOUR CODE HERE (stage: neighbours)
     raise NotImplementedError("cosine_similarity is not implemented yet (stage 'neighbours')")
@@ -215,14 +280,23 @@ def cosine_similarity(a: Tensor, b: Tensor, eps: float = 1e-8) -> Tensor:
 def _top_k(E: Tensor, query: Tensor, k: int, exclude: list[int]) -> tuple[Tensor, Tensor]:
     """The ``k`` rows of ``E`` most similar to ``query``, ties to the smaller id.
 
+    The one ranking behind ``cosine_neighbours`` and ``analogy``, so every path ranks alike:
+    largest cosine first, and rows with exactly equal cosines in ascending id order (a stable
+    descending sort), at the cut-off too (k = 1 included). ``E`` and ``query`` are left as they
+    were.
+
     Args:
         E: the table, ``(V, d)``.
         query: ``(d,)``.
-        k: how many ids to return.
+        k: how many ids to return: from 1 to the number of rows that may be returned (V minus
+            the distinct rows of ``exclude``), both ends included.
         exclude: row indices that may never be returned (the query token, analogy inputs).
 
     Returns:
         ``(ids, sims)``, each ``(k,)``: ``ids`` a LongTensor, ``sims`` as ``cosine_similarity``.
+
+    Raises:
+        ValueError: ``k`` is outside that range.
     """
     # YOUR CODE HERE (stage: neighbours)
     raise NotImplementedError("_top_k is not implemented yet (stage 'neighbours')")
@@ -245,11 +319,13 @@ def cosine_neighbours(E: Tensor, token: int | Tensor, k: int) -> tuple[Tensor, T
     """The ``k`` rows of ``E`` most similar (by cosine) to a token or to a query vector.
 
     Args:
-        E: the embedding table, ``(V, d)``.
-        token: a row index (an int or 0-d integer tensor), whose own row is excluded by index,
-            so a duplicate of that row still counts as a neighbour; or a query vector ``(d,)``,
-            in which case nothing is excluded.
-        k: how many neighbours to return.
+        E: the embedding table, ``(V, d)``; left as it was (never normalised in place).
+        token: a row index, whose own row is excluded by index, so a duplicate of that row
+            still counts as a neighbour: an int, or a 0-d tensor of any integer dtype (take
+            ``int(token)``: as an index, a uint8 tensor would read as a mask). Or a query
+            vector ``(d,)``, in which case nothing is excluded.
+        k: how many neighbours to return: from 1 to the number of rows that may be returned,
+            both included (V - 1 for a token, V for a query vector).
 
     Returns:
         ``(ids, sims)``: ``ids`` a LongTensor ``(k,)`` and ``sims`` ``(k,)``, by descending
@@ -270,14 +346,19 @@ def analogy(
     ``analogy(E, man, king, woman)`` should give queen, but only with ``exclude_inputs``:
     without it the nearest row is very often ``king`` itself (Nissim et al., 2020).
 
+    Called positionally (``analogy(E, a, b, c, 5, False)``) or by name, so keep the order.
+
     Args:
-        E: the embedding table, ``(V, d)``.
+        E: the embedding table, ``(V, d)``; left as it was. Build the query out of place:
+            ``E[b]`` is a view of row b, so ``q = E[b]; q -= E[a]`` would change the table.
         a, b, c: row indices.
-        k: how many answers to return.
-        exclude_inputs: leave ``a``, ``b`` and ``c`` out of the answers (the standard test).
+        k: how many answers to return, 1 unless given: from 1 to the number of rows that may
+            be returned (V without the distinct inputs when they are excluded, V otherwise).
+        exclude_inputs: leave ``a``, ``b`` and ``c`` out of the answers (the standard test);
+            with ``False`` they are candidates like any other row.
 
     Returns:
-        ``(ids, sims)`` as in ``cosine_neighbours``.
+        ``(ids, sims)`` as in ``cosine_neighbours`` (ties to the smaller id).
 
     Raises:
         ValueError: as ``cosine_neighbours``, for ``k``.
@@ -292,6 +373,13 @@ def expected_dot_std(std: float, d_model: int) -> float:
     Each of the d products of two independent N(0, std^2) numbers has variance std^4, so
     their sum has standard deviation std^2 * sqrt(d). With 0.02 and d = 768 that is about
     0.011: first-block attention scores start near zero, as the rest of the network expects.
+
+    Args:
+        std: the rows' standard deviation (by position or by name, as ``d_model``).
+        d_model: d, the rows' width.
+
+    Returns:
+        A float.
     """
     # YOUR CODE HERE (stage: init)
     raise NotImplementedError("expected_dot_std is not implemented yet (stage 'init')")

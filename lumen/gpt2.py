@@ -128,9 +128,14 @@ class GPT2(nn.Module):
         """GPT-2's initialisation, in place, on every module.
 
         Token embedding N(0, 0.02^2), position embedding N(0, 0.01^2) (openai/gpt-2), every
-        Linear weight N(0, 0.02^2) except the residual projections (``c_proj``), which get
-        0.02 / sqrt(2 * n_layers) so the residual stream's variance does not grow with depth
-        (GPT-2 paper, section 2.3); Linear biases 0; LayerNorm scale 1 and shift 0.
+        Linear weight N(0, 0.02^2) (lm_head too, when untied) except the residual projections
+        (``c_proj``), which get 0.02 / sqrt(2 * n_layers) so the residual stream's variance
+        does not grow with depth (GPT-2 paper, section 2.3); Linear biases 0; LayerNorm scale 1
+        and shift 0. Normal draws (``nn.init.normal_``), not uniform ones of the same std.
+
+        In place, on the model's own parameters: it may run again after ``.to(dtype)`` or
+        ``.double()``, and each parameter keeps its dtype and device (``.data = torch.randn(...)``
+        would not).
         """
         ### BEGIN SOLUTION
         residual_std = 0.02 / math.sqrt(2 * self.config.n_layers)  # two residual adds per block
@@ -148,12 +153,17 @@ class GPT2(nn.Module):
         ### END SOLUTION
 
     def tie_weights(self) -> None:
-        """Apply ``config.tie_weights``: share wte's matrix with lm_head, or keep them apart.
+        """Apply ``self.config.tie_weights`` (read when called): share wte's matrix with
+        lm_head, or keep them apart.
 
         Tied: ``lm_head.weight`` must be the very same Parameter as ``wte.weight`` (not a copy,
-        not a view), so the logits are ``h @ E.T``, ``parameters()`` counts it once, and the
-        tie survives ``.to(device)`` and a state_dict round trip. The embedding's matrix (and
-        its initialisation) is the one kept. Untied: two separate Parameters.
+        not a view), so the logits are ``h @ E.T``, ``parameters()`` counts it once, both uses
+        of E add to its one gradient, and the tie survives ``.to(device)`` and a state_dict
+        round trip (loading ``wte.weight`` alone loads the head too). The embedding's matrix
+        is the one kept, exactly as it is (``self.wte.weight = self.lm_head.weight`` would keep
+        the head's instead): not transposed (nn.Linear stores (V, d), the table's own layout),
+        not rescaled, so that a fresh model's loss on random ids is about ln V. Untied: two
+        separate Parameters, each with its own numbers.
         """
         ### BEGIN SOLUTION
         if self.config.tie_weights:

@@ -1,8 +1,8 @@
 """The chapter's parameter calculator: where a GPT-2-style model keeps its parameters.
 
 The embedding table grows with V x d, the blocks with N x d^2, so the table is a large share
-of a small model and a small share of a large one. Run ``python -m lumen.params gpt2 --untied``
-to see the split as a table.
+of a small model and a small share of a large one. ``python -m exercises.params gpt2 --untied``
+shows the split as a table (once stage 'params' is written).
 
 The grader reads this file too: the rules at the top of embeddings.py apply to it.
 """
@@ -41,6 +41,10 @@ class ParamCount:
         final_norm: ln_f after the last block.
         lm_head: the d -> V output layer (no bias); 0 when tied to the token embedding.
         total: the sum of all of the above, each Parameter counted once.
+
+    Every field is a whole number of parameters: an int, or another integer type that Python
+    accepts as one (``operator.index(value)`` works, as for a 0-d integer tensor). Never a
+    float, not even 4.0: a ``/`` makes one even when it divides exactly.
     """
 
     token_embedding: int
@@ -54,16 +58,27 @@ class ParamCount:
 
     @property
     def embedding_share(self) -> float:
-        """The token embedding's fraction of all parameters (0.31 for GPT-2 small, tied)."""
+        """The token embedding's fraction of all parameters, ``token_embedding / total``, for
+        whatever counts this ParamCount holds: a float (0.31 for GPT-2 small, tied), not a
+        percentage."""
         ### BEGIN SOLUTION
         return self.token_embedding / self.total
         ### END SOLUTION
 
     def memory_bytes(self, dtype: str | torch.dtype = "fp32") -> int:
-        """Bytes to store every parameter once in ``dtype`` ("fp32", "fp16", "bf16" or torch's).
+        """Bytes to store every parameter once in ``dtype``: ``total`` x bytes per number.
+
+        Args:
+            dtype: "fp32" (4 bytes a number, the default), "fp16" or "bf16" (2 each), or the
+                same three as torch's dtypes (torch.float32, torch.float16, torch.bfloat16);
+                by position or by name (``memory_bytes(dtype="fp16")``).
+
+        Returns:
+            A whole number of bytes (an int, as the counts are: use ``//``, never ``/``).
 
         Raises:
-            ValueError: for any other dtype; the message lists the ones understood.
+            ValueError: for any other dtype, a torch one too (torch.float64, torch.int8); the
+                message lists the ones understood.
         """
         ### BEGIN SOLUTION
         name = _TORCH_DTYPES.get(dtype, dtype) if isinstance(dtype, torch.dtype) else dtype
@@ -83,6 +98,8 @@ def count_params(
     -> d; every Linear and LayerNorm with a bias), a final LayerNorm, and a d -> V head without
     bias that is the token embedding itself when ``tied``.
 
+    The arguments come by position, in this order, or by name.
+
     Args:
         vocab_size: V.
         d_model: d.
@@ -91,7 +108,9 @@ def count_params(
         tied: whether the output layer reuses the token embedding (weight tying).
 
     Returns:
-        The ``ParamCount``; ``count_params(50257, 768, 12, 1024).total == 124_439_808``.
+        The ``ParamCount``, every field a whole number;
+        ``count_params(50257, 768, 12, 1024).total == 124_439_808``, and
+        ``count_params(50257, 768, 12, 1024, False)`` is the same model untied.
     """
     ### BEGIN SOLUTION
     d = d_model
@@ -134,7 +153,7 @@ def format_table(count: ParamCount, title: str = "") -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="python -m lumen.params",
+        prog=f"python -m {__spec__.name if __spec__ else 'params'}",  # lumen's or yours
         description="Where a GPT-2-style model's parameters live (the chapter's calculator).",
     )
     parser.add_argument("preset", nargs="?", choices=sorted(PRESETS), default="gpt2")

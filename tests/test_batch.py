@@ -12,7 +12,10 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import re
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -21,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import batch
+from autograder import batch, mistakes
 from autograder.submission import MAX_FILE
 from lumen.stages import STAGE_NAMES, SUBMISSION_FILES
 
@@ -122,7 +125,10 @@ def test_every_learner_gets_a_row_and_a_clear_message(graded):
         messages = " ".join([*results["extra_data"]["notes"],
                              *(t["output"] for t in results["tests"])])
         assert words in messages, f"{learner}: no {words!r} in {messages[:500]}"
-        assert words in rows[learner]["notes"] or learner in ("stubs", "syntax")
+        assert words in rows[learner]["notes"] or learner == "stubs"
+    # the note names the file, the error and its line, like the other malformed files'
+    assert re.search(r"embeddings\.py: SyntaxError at line \d+: ", rows["syntax"]["notes"]), \
+        rows["syntax"]["notes"]
     assert "[9/9] " in progress, progress
 
 
@@ -133,26 +139,115 @@ def test_per_learner_files(graded):
         results = json.loads((folder / "results.json").read_text())
         assert results["extra_data"]["learner"] == learner
         assert results["extra_data"]["graded_stages"] == STAGES
-        assert {t["tags"][0] for t in results["tests"]} == set(STAGE_NAMES)
+        assert {t["tags"][0] for t in results["tests"]} == set(STAGES), "the graded ones only"
         feedback = (folder / "feedback.txt").read_text()
         assert feedback.startswith("lumen autograder:") and "embedding" in feedback
+        assert "Not graded in this run (--stage): onehot" in feedback
         assert not (folder / "error.txt").exists()
+        # the submission's own name, never where the instructor keeps it
+        name = next(p.name for p in (root / "submissions").iterdir()
+                    if p.name in (learner, f"{learner}.zip"))
+        assert feedback.splitlines()[0] == f"lumen autograder: {name}", feedback[:200]
+        for path in (folder / "feedback.txt", folder / "results.json", root / "grades.csv"):
+            assert str(root) not in path.read_text(encoding="utf-8"), f"{path} names {root}"
+
+
+def _unescaped(markdown: str) -> str:
+    return re.sub(r"\\(.)", r"\1", markdown)
+
+
+def mistakes_table(summary: str) -> list[dict]:
+    """The rows of summary.md's "what to re-teach" table, each with its full entry below the
+    table: label, learners (count), stages, check, id, who (all of them) and the message."""
+    section = summary.split("## What to re-teach", 1)[1]
+    table, details = section.split("### Each mistake in full", 1)
+    rows = {}
+    for line in table.splitlines():
+        if re.match(r"\| M\d+ \|", line):
+            label, count, stages, check, found, _ = (c.strip() for c in line[2:-2].split(" | "))
+            rows[label] = {"label": label, "learners": int(count), "stages": stages.split(", "),
+                           "check": check, "id": found.strip("`")}
+    for entry in re.split(r"\n(?=\*\*M\d+\*\* )", details.strip()):
+        head = re.match(r"\*\*(M\d+)\*\* `([^`]+)`: (\d+) learners? \((.*?)\)\. (.*?)'s "
+                        r"message:\n\n((?:> .*\n?)+)", entry)
+        assert head, f"a details entry not as written: {entry[:300]}"
+        label, found, count, who, _, quoted = head.groups()
+        row = rows[label]
+        assert (row["id"], row["learners"]) == (found, int(count)), (row, entry[:300])
+        row["who"] = _unescaped(who).split(", ")
+        row["message"] = _unescaped("\n".join(line[2:] for line in quoted.rstrip().splitlines()))
+    assert all("who" in row for row in rows.values()), "a row without its full entry"
+    return list(rows.values())
 
 
 def test_summary_ranks_the_mistakes(graded):
+    """Seven learners whose embeddings.py cannot be imported, each failing all nine checks: one
+    row of seven learners, not a row per check (nor one learner per check); its message in
+    full, once."""
     root, _, _, _ = graded
     summary = (root / "grades" / "summary.md").read_text()
     assert "9 of 9 learners graded" in summary
     assert "| embedding | 2.2 | 20 | 1 | 1 |" in summary  # average, max, full marks, untouched
     assert "| onehot |" not in summary, "a stage not graded has no average"
-    table = summary.split("## What to re-teach", 1)[1]
-    first = next(line for line in table.splitlines() if line.startswith("| 7 |"))
-    assert IMPORT_FAILED in first, "the commonest mistake (7 learners) comes first"
-    rows = [line.split(" | ") for line in table.splitlines() if line[:3].strip("| ").isdigit()]
-    assert not [r for r in rows if "stubs" in r[-1]], "an unwritten stub is not a mistake"
-    counts = [int(r[0].strip("| ")) for r in rows]
-    assert counts == sorted(counts, reverse=True) and counts[0] == 7
+    rows = mistakes_table(summary)
+    assert [(r["id"], r["learners"]) for r in rows] == [("import-failure", 7)], rows
+    broken = ["bomb", "dotdot", "empty", "latin1", "liar", "missing", "syntax"]
+    assert sorted(rows[0]["who"]) == broken, "each learner once; an unwritten stub is no mistake"
+    first = rows[0]["who"][0]
+    results = json.loads((root / "grades" / first / "results.json").read_text())
+    messages = [m["message"] for m in results["extra_data"]["mistakes"]]
+    assert rows[0]["message"] in messages, "the example message, in full"
+    assert IMPORT_FAILED in rows[0]["message"]
+    assert {m["id"] for m in results["extra_data"]["mistakes"]} == {"import-failure"}
     assert (root / "grades" / "histogram.png").read_bytes().startswith(b"\x89PNG")
+
+
+def _mistake(stage: str, test: str, message: str) -> dict:
+    return {"stage": stage, "test": test, "message": message, "title": f"the {test} check"}
+
+
+def test_summary_groups_by_mistake_and_counts_each_learner_once(tmp_path):
+    """The summary of a class with two bugs, each made by two learners on other inputs, a
+    syntax error failing five checks, a hang failing eight and a crash: five rows, each
+    learner once in each, every message whole."""
+    def dtype(d: int) -> str:
+        return (f"Embedding({d}, 4) with a torch.float64 weight has dtype torch.float32, expected "
+                "torch.float64: keep the weight's dtype (no float32 default, no .float()); "
+                + " ".join(["a long explanation that must not be cut."] * 8))
+
+    def shape(n: int) -> str:
+        return f"Embedding(5, 3) on ids of shape ({n},): output shape ({n * 3},), expected ({n}, 3)"
+
+    imports = [_mistake("embedding", f"test_{i}", "your embeddings.py could not be imported, so "
+                        f"Embedding({i}, 3) could not be graded: SyntaxError: 'invalid syntax'")
+               for i in range(5)]
+    hangs = [_mistake("embedding", f"test_{i}", f"Embedding({i}, 2) did not finish in time"
+                      + mistakes.TIMEOUT_ADVICE) for i in range(8)]
+    crash = _mistake("onehot", "test_one_hot_rows", "one_hot(ids of shape (3,)) on cpu"
+                     + mistakes.CRASH_MARK + "the process running your code ended (EOFError)")
+    learners = {
+        "ann": [_mistake("embedding", "test_meta", dtype(13))],
+        "bob": [_mistake("embedding", "test_meta", dtype(7)),
+                _mistake("embedding", "test_shape", shape(4))],
+        "cat": [_mistake("embedding", "test_shape", shape(9))],
+        "dan": imports, "eve": hangs, "fay": [crash], "gus": [],
+    }
+    rows = [{"learner": name, "total": 10.0, "stages": {"embedding": 10.0}, "seconds": 1.0,
+             "notes": [], "mistakes": found, "max": {"embedding": 20.0}}
+            for name, found in learners.items()]
+    batch.write_summary(tmp_path, rows)
+    table = mistakes_table((tmp_path / "summary.md").read_text(encoding="utf-8"))
+    assert len(table) == 5, table
+    by_id = {row["id"].split("/")[1] if "/" in row["id"] else row["id"]: row for row in table}
+    assert set(by_id) == {"test_meta", "test_shape", "import-failure", "timeout", "crash"}
+    assert by_id["test_meta"]["who"] == ["ann", "bob"] and by_id["test_meta"]["learners"] == 2
+    assert by_id["test_shape"]["who"] == ["bob", "cat"]
+    assert by_id["import-failure"]["who"] == ["dan"] and by_id["timeout"]["who"] == ["eve"]
+    assert by_id["crash"]["stages"] == ["onehot"] and by_id["crash"]["who"] == ["fay"]
+    assert by_id["test_meta"]["check"] == "the test_meta check"
+    assert by_id["test_meta"]["message"] == dtype(13), "the message, whole"
+    assert [row["learners"] for row in table] == sorted((r["learners"] for r in table),
+                                                        reverse=True)
 
 
 def test_resume_skips_the_graded_and_force_regrades(graded):
@@ -181,6 +276,88 @@ def test_a_lost_learner_is_regraded_and_the_csv_stays_whole(graded):
     code, progress = _run(root / "submissions", root / "grades.csv")
     assert code == 0 and "grading 1 of 9 learners" in progress and "latin1" in progress
     assert _without_seconds(_rows(root / "grades.csv")) == _without_seconds(before)
+
+
+def test_sigterm_writes_what_is_graded(tmp_path):
+    """SIGTERM (kill, a scheduler's time limit) stops the batch as Ctrl-C does: the CSV and the
+    summary are written with every learner graded so far, and a rerun finishes the class."""
+    make_class(tmp_path / "submissions")
+    out = tmp_path / "grades.csv"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "autograder", "grade-batch", str(tmp_path / "submissions"),
+         "--out", str(out), "--jobs", "1", "--stage", "embedding"],
+        cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    seen = []
+    for line in proc.stderr:  # until the second learner is written
+        seen.append(line)
+        if line.startswith("[2/9]"):
+            break
+    proc.send_signal(signal.SIGTERM)
+    seen += proc.stderr.readlines()
+    proc.wait(timeout=120)
+    proc.stderr.close()
+    progress = "".join(seen)
+    assert proc.returncode == 2, progress  # "the batch stopped", not killed by the signal
+    assert "interrupted: writing what is graded so far" in progress, progress
+    rows = _rows(out)
+    assert list(rows) == sorted(rows) and len(rows) == 9, "every learner has a row"
+    graded = [lid for lid, row in rows.items() if row["total"]]
+    assert len(graded) >= 2, rows
+    assert all("not graded yet" in row["notes"] for lid, row in rows.items() if lid not in graded)
+    assert f"{len(graded)} of 9 learners graded" in (tmp_path / "grades" / "summary.md").read_text()
+    code, progress = _run(tmp_path / "submissions", out)
+    assert code == 0 and f"grading {9 - len(graded)} of 9" in progress, progress
+
+
+def test_outputs_are_readable_by_the_instructors_group(tmp_path, monkeypatch):
+    """Every file and folder the batch writes follows the umask, as a plain write would: with
+    027, files 0640 and folders 0750 (atomic writes through mkstemp left files 0600)."""
+    monkeypatch.setattr(batch, "GradingProcess", _FailingProcess)
+    for learner in ("alice", "stubs"):  # a graded one, and one with an error.txt
+        (tmp_path / "submissions" / learner).mkdir(parents=True)
+    old = os.umask(0o027)
+    try:
+        _run(tmp_path / "submissions", tmp_path / "grades.csv")
+    finally:
+        os.umask(old)
+    written = [tmp_path / "grades.csv", tmp_path / "grades",
+               *(tmp_path / "grades").rglob("*")]
+    assert {p.name for p in written} >= {"grades.csv", "summary.md", "results.json",
+                                         "feedback.txt", "error.txt", "alice", "stubs"}
+    modes = {p.relative_to(tmp_path).as_posix(): stat.S_IMODE(p.stat().st_mode)
+             for p in written}
+    wrong = {name: oct(mode) for name, mode in modes.items()
+             if mode != (0o750 if (tmp_path / name).is_dir() else 0o640)}
+    assert not wrong, wrong
+
+
+def test_the_learners_files_name_the_submission_not_the_instructors_folder(tmp_path):
+    """A note that names the submission's path (here: a .zip that is not one) shows only its
+    name in results.json and feedback.txt, as the report's first line does."""
+    from autograder.grading import Grader
+
+    submissions = tmp_path / "home" / "instructor" / "class"
+    submissions.mkdir(parents=True)
+    (submissions / "bob.zip").write_text("not a zip")
+
+    class Fake(Grader):  # grades nothing; says what prepare() would say of bob.zip
+        def __init__(self) -> None:
+            pass
+
+        def grade(self, path: Path, seed: int | None = None, stages=None):
+            from autograder.results import Grade
+
+            return Grade(submission=str(path), stages=[], seed=1, devices=["cpu"],
+                         sandbox="bwrap", seconds=0.1,
+                         notes=[f"{path} is neither a folder nor a .zip file"])
+
+    reply = batch.grade_one(Fake(), {"learner": "bob", "path": str(submissions / "bob.zip")})
+    text = json.dumps(reply["results"]) + reply["feedback"]
+    assert str(tmp_path) not in text, text
+    assert reply["feedback"].startswith("lumen autograder: bob.zip\n")
+    assert "Note: bob.zip is neither a folder nor a .zip file" in reply["feedback"]
+    assert reply["results"]["extra_data"]["notes"][0] == "bob.zip is neither a folder nor a " \
+        ".zip file"
 
 
 def test_killed_mid_batch_leaves_whole_files(tmp_path):
@@ -263,12 +440,6 @@ def test_discover_names_learners_and_clashes(tmp_path):
     assert [x.id for x in learners] == ["alice", "bob", "carol"]
     assert learners[1].problem and "keep only one" in learners[1].problem
     assert ignored == ["notes.txt"]
-
-
-def test_first_clause_groups_a_mistake_without_its_particulars():
-    assert batch.first_clause("weight has shape (4, 3), expected (3, 4): one row per token") \
-        == "weight has shape (4, 3), expected (3, 4)"
-    assert batch.first_clause("uses F.embedding; write it yourself") == "uses F.embedding"
 
 
 def test_out_dir_is_the_csv_without_its_suffix():

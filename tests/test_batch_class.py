@@ -1,9 +1,13 @@
 """A class of 100, end to end: correct, buggy, malformed and hostile submissions in one batch.
 
 All six stages are graded by two warm workers, the hostile learners placed before the honest
-ones. Every correct learner still gets 100, every learner at the stubs 0, every known mistake
-loses points on its stage, every malformed submission gets a clear message, and no attack
-gains a point. ``--probe-seconds 3`` keeps the endless loops short.
+ones: every kind of attack the grader withstands (tests/test_grader_attacks.py: crashes,
+monkeypatching, fork bombs, filling /tmp, re-forking, pooling between stage processes,
+lifting limits; tests/test_forgery.py: forged replies and hidden built-ins;
+tests/test_untrusted.py: hostile text; a zip holding a link). Every correct learner still gets
+100, every learner at the stubs 0, every known mistake loses points on its stage, every
+malformed submission gets a clear message, and no attack gains a point.
+``--probe-seconds 3`` keeps the endless loops short.
 """
 
 from __future__ import annotations
@@ -20,7 +24,10 @@ import pytest
 from autograder import batch
 from autograder.sandbox import BwrapLauncher
 from lumen.stages import STAGE_NAMES, SUBMISSION_FILES
-from tests.test_grader_attacks import ATTACKS, HONEST
+from tests.test_forgery import FORGERIES
+from tests.test_grader_attacks import ATTACKS, HONEST, HOSTILE, LIFTING, POOLING
+from tests.test_untrusted import ATTACKS as HOSTILE_TEXT
+from tests.test_untrusted import RAW
 from tests.variants.build import make_submission
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,10 +66,28 @@ def _class(root: Path) -> dict[str, tuple[str, object]]:
     lumen = {n: (ROOT / "lumen" / n).read_bytes() for n in SUBMISSION_FILES}
     stubs = {n: (ROOT / "exercises" / n).read_bytes() for n in SUBMISSION_FILES}
     learners: dict[str, tuple[str, object]] = {}
-    for i, (name, replacements) in enumerate(list(ATTACKS.items())[:15]):
+    hostile = {**ATTACKS, **HOSTILE, "lifting its limits": LIFTING}
+    for i, (name, replacements) in enumerate(hostile.items()):
         make_submission(root / f"a{i:02d}-hostile", replacements)
         keeps_init = "embeddings:Embedding.forward" in replacements
         learners[f"a{i:02d}-hostile"] = ("hostile", (name, keeps_init))
+    make_submission(root / "a50-pooling", POOLING)
+    learners["a50-pooling"] = ("pooling", None)
+    forgeries = [n for n in FORGERIES if "gc.get_objects" in n or "thread" in n][:6]
+    for i, name in enumerate(forgeries):
+        make_submission(root / f"a6{i}-forgery", FORGERIES[name].forged)
+        learners[f"a6{i}-forgery"] = ("forgery", name)
+    for i, (name, replacements) in enumerate(HOSTILE_TEXT.items()):
+        make_submission(root / f"a7{i}-text", replacements)
+        learners[f"a7{i}-text"] = ("text", name)
+    with zipfile.ZipFile(root / "a80-link.zip", "w") as archive:
+        for name, data in lumen.items():
+            if name != "embeddings.py":
+                archive.writestr(name, data)
+        link = zipfile.ZipInfo("embeddings.py")
+        link.external_attr = (0o120777 << 16)  # a symbolic link to a file of the grader
+        archive.writestr(link, "/etc/passwd")
+    learners["a80-link"] = ("link", None)
     malformed = {
         "syntax": {**lumen, "gpt2.py": lumen["gpt2.py"].replace(b"class GPT2(", b"class GPT2((")},
         "missing": {k: v for k, v in lumen.items() if k != "params.py"},
@@ -85,18 +110,18 @@ def _class(root: Path) -> dict[str, tuple[str, object]]:
                      "b12-bomb": ("malformed", "bomb"), "b13-notzip": ("malformed", "notzip"),
                      "b14-folder": ("correct", None)})
     for i, (stage, replacements, test) in enumerate(
-            itertools.islice(itertools.cycle(_mistakes()), 20)):
+            itertools.islice(itertools.cycle(_mistakes()), 12)):
         make_submission(root / f"c{i:02d}-buggy", replacements)
         learners[f"c{i:02d}-buggy"] = ("buggy", (stage, test))
-    for i in range(20):
+    for i in range(6):
         (_zip(root / f"d{i:02d}-stubs.zip", stubs) if i % 2 else
          _write(root / f"d{i:02d}-stubs", stubs))
         learners[f"d{i:02d}-stubs"] = ("stubs", None)
-    for i in range(30):  # and b14-folder: 31 correct
+    for i in range(100 - len(learners)):  # the rest, and b14-folder: correct
         (_zip(root / f"e{i:02d}-correct.zip", lumen) if i % 2 else
          _write(root / f"e{i:02d}-correct", lumen))
         learners[f"e{i:02d}-correct"] = ("correct", None)
-    assert len(learners) == 100
+    assert len(learners) == 100 and sum(k == "correct" for k, _ in learners.values()) >= 10
     return learners
 
 
@@ -176,3 +201,118 @@ def test_no_attack_gains_a_point(graded):
         passed = [t["name"] for t in results[lid]["tests"]
                   if t["status"] == "passed" and t["tags"] == ["embedding"]]
         assert len(passed) <= (len(HONEST) if keeps_init else 0), (name, passed)
+
+
+def test_no_stage_process_heard_a_sibling(graded):
+    _, learners, _, results, _, _ = graded
+    for lid, (kind, _) in learners.items():
+        if kind == "pooling":
+            heard = [t["output"] for t in results[lid]["tests"] if "heard:" in t["output"]]
+            assert heard and all("heard: []" in h for h in heard), heard
+
+
+def _title(stage: str, test: str) -> str:
+    """A hidden test's title in results.json: its stage and its docstring's first line."""
+    import importlib
+
+    function = getattr(importlib.import_module(f"autograder.suites.test_{stage}"), test)
+    return f"{stage}: {function.__doc__.strip().splitlines()[0]}"
+
+
+def test_forgeries_steal_nothing(graded):
+    _, learners, _, results, _, _ = graded
+    for lid, (kind, name) in learners.items():
+        if kind != "forgery":
+            continue
+        forgery = FORGERIES[name]
+        status = {t["name"]: t["status"] for t in results[lid]["tests"]}
+        stolen = [test for test in forgery.stolen
+                  if status[_title(forgery.stage, test)] == "passed"]
+        assert not stolen, (name, stolen)
+
+
+def test_hostile_text_stays_data(graded):
+    _, learners, rows, results, _, out_dir = graded
+    for lid, (kind, name) in learners.items():
+        if kind != "text":
+            continue
+        assert lid in rows, name
+        feedback = (out_dir / lid / "feedback.txt").read_text(encoding="utf-8")
+        assert not RAW.search(feedback.replace("\n", "").replace("\t", "")), (name, feedback)
+
+
+def test_a_link_in_a_zip_is_refused(graded):
+    _, learners, rows, results, _, _ = graded
+    for lid, (kind, _) in learners.items():
+        if kind == "link":
+            assert "symbolic link" in json.dumps(results[lid]) + rows[lid]["notes"]
+            assert "root:" not in json.dumps(results[lid]), "the link was followed"
+            assert float(rows[lid]["total"]) < 100
+
+
+# --- the class summary: what to re-teach --------------------------------------------------------
+
+
+def _planted() -> dict[str, tuple[str, str, str]]:
+    """The buggy learners as ``_class`` plants them: id -> (stage, test, the words its
+    message must hold), from tests/variants' MISTAKES in ``_mistakes``'s order."""
+    import importlib
+
+    every = [(stage, test, words) for stage in STAGE_NAMES
+             for _, test, words in importlib.import_module(f"tests.variants.{stage}")
+             .MISTAKES.values()]
+    return {f"c{i:02d}-buggy": planted  # _class's twelve buggy learners
+            for i, planted in enumerate(itertools.islice(itertools.cycle(every), 12))}
+
+
+def test_the_summary_has_one_row_per_planted_mistake(graded):
+    """Each distinct planted mistake is one row of summary.md's table (one mistake id, whatever
+    the learner's seed), every learner planted with it in that row, each learner once in every
+    row; code that never ran (the syntax errors, the endless loop, the crashes) is one row per
+    kind, not a row per check it cost."""
+    from collections import defaultdict
+
+    from tests.test_batch import mistakes_table
+
+    _, learners, _, results, _, out_dir = graded
+    table = mistakes_table((out_dir / "summary.md").read_text(encoding="utf-8"))
+    by_id = {row["id"]: row for row in table}
+    assert len(by_id) == len(table), "one row per mistake id"
+    for row in table:
+        assert len(set(row["who"])) == len(row["who"]) == row["learners"], row
+    ids_of = {lid: {m["id"] for m in results[lid]["extra_data"]["mistakes"]} for lid in learners}
+    for found, row in by_id.items():  # each row counts exactly the learners who made it
+        assert set(row["who"]) == {lid for lid, ids in ids_of.items() if found in ids}, found
+
+    groups: dict[tuple[str, str, str], set[str]] = defaultdict(set)  # planted -> its ids
+    planted = _planted()
+    for lid, (stage, test, words) in planted.items():
+        assert learners[lid] == ("buggy", (stage, test)), "_class plants another way now"
+        diagnosed = {m["id"] for m in results[lid]["extra_data"]["mistakes"]
+                     if m["test"] == test and words in m["message"]}
+        assert len(diagnosed) == 1, (lid, words, diagnosed)
+        groups[(stage, test, words)] |= diagnosed
+    assert all(len(ids) == 1 for ids in groups.values()), \
+        f"one planted mistake, two ids on two seeds: {groups}"
+    rows = {next(iter(ids)) for ids in groups.values()}
+    assert len(rows) == len(groups), "two planted mistakes share a row"
+    for (stage, test, words), ids in groups.items():
+        row = by_id[next(iter(ids))]
+        assert {lid for lid, p in planted.items() if p == (stage, test, words)} <= set(row["who"])
+        assert row["stages"] == [stage] and row["message"].count(words) >= 1, row
+
+    kinds = {row["id"]: row for row in table if "/" not in row["id"]}
+    syntax = [lid for lid, (kind, detail) in learners.items() if detail == "syntax"]
+    endless = [lid for lid, (kind, detail) in learners.items()
+               if kind == "hostile" and detail[0] == "an infinite loop"]
+    crashing = [lid for lid, (kind, detail) in learners.items()
+                if kind == "hostile" and detail[0] in ("os._exit in a test",
+                                                       "a segfault through ctypes")]
+    assert syntax and endless and crashing
+    for lid in syntax:  # gpt2.py does not import: the many checks it costs are one row
+        cost = [m["id"] for m in results[lid]["extra_data"]["mistakes"]
+                if "could not be imported" in m["message"]]
+        assert len(cost) >= 5 and set(cost) == {"import-failure"}, (lid, cost)
+        assert lid in kinds["import-failure"]["who"]
+    assert set(endless) <= set(kinds["timeout"]["who"])
+    assert set(crashing) <= set(kinds["crash"]["who"])

@@ -235,7 +235,7 @@ def test_background_process_is_ended(grader, tmp_path):
         except OSError:
             continue
         uid = int(next(x for x in status.splitlines() if x.startswith("Uid:")).split()[1])
-        if uid >= 200_000 and "sleep" in Path(f"/proc/{entry}/comm").read_text():
+        if uid in grader.uid_range and "sleep" in Path(f"/proc/{entry}/comm").read_text():
             leftovers.append(entry)
     assert not leftovers, f"background processes survived: {leftovers}"
 
@@ -256,6 +256,7 @@ def test_other_submissions_untouched(grader, tmp_path):
 POOL = '''
 import ctypes, os, signal, socket, time
 _TOKEN = f"{os.getpid()}-{time.monotonic_ns()}"
+_WAITED = []
 _PLACES = [p for p in ("/tmp", "/dev/shm", "/var/tmp", "/run/lock") if os.path.isdir(p)]
 _servers = []
 for _place in _PLACES:
@@ -333,20 +334,24 @@ def test_pool_detection_works_between_plain_processes(tmp_path):
     assert any("lumen-pool" in out for out in outputs), outputs
 
 
+POOLING = {  # every stage process publishes itself; the embedding stage's forward reports
+    "embeddings:check_ids": "def check_ids(ids, vocab_size):\n    pass\n" + POOL,
+    "embeddings:Embedding.forward": '''
+        def forward(self, ids):
+            if not _WAITED:  # the first call waits until the siblings have loaded
+                time.sleep(0.3)
+                _WAITED.append(True)
+            raise RuntimeError(f"heard: {_heard()}")
+    ''',
+}
+
+
 def test_stage_processes_cannot_pool(grader, tmp_path):
     """Every stage process publishes itself at import; none hears a sibling, on any channel.
 
     Graded on all six stages, so six processes of one submission run side by side; the
     embedding stage's forward waits until its siblings have loaded, then reports."""
-    replacements = {
-        "embeddings:check_ids": "def check_ids(ids, vocab_size):\n    pass\n" + POOL,
-        "embeddings:Embedding.forward": '''
-            def forward(self, ids):
-                time.sleep(0.3)
-                raise RuntimeError(f"heard: {_heard()}")
-        ''',
-    }
-    folder = make_submission(tmp_path / "submission", replacements)
+    folder = make_submission(tmp_path / "submission", POOLING)
     result = grader.grade(folder)
     stage = next(s for s in result.stages if s.name == "embedding")
     messages = [r.message for r, _, _ in stage.tests if "heard:" in r.message]
@@ -436,17 +441,14 @@ def test_no_process_of_a_learner_survives(grader, tmp_path):
         except OSError:
             continue
         uid = int(next(x for x in status.splitlines() if x.startswith("Uid:")).split()[1])
-        if uid >= 200_000:
+        if uid in grader.uid_range:  # this grader's learners (others may be grading too)
             leftovers.append(entry)
     assert not leftovers, f"processes of learners survived: {leftovers}"
 
 
 # --- issue 7.3: limits the learner cannot lift ---------------------------------------------
 
-def test_limits_cannot_be_raised(grader, tmp_path):
-    """Raising a limit back to its hard value fails, and the limits then hold: 3 GiB past the
-    memory cap cannot be allocated and 300 processes cannot be started."""
-    stage, _ = _embedding(grader, tmp_path, forward('''
+LIFTING = forward('''
         import os, resource
         found = []
         for kind in ("RLIMIT_AS", "RLIMIT_NPROC", "RLIMIT_FSIZE", "RLIMIT_NOFILE", "RLIMIT_DATA"):
@@ -478,7 +480,13 @@ def test_limits_cannot_be_raised(grader, tmp_path):
         if started >= 300:
             found.append("started 300 processes")
         raise RuntimeError(f"lifted: {found}")
-    '''))
+    ''')
+
+
+def test_limits_cannot_be_raised(grader, tmp_path):
+    """Raising a limit back to its hard value fails, and the limits then hold: 3 GiB past the
+    memory cap cannot be allocated and 300 processes cannot be started."""
+    stage, _ = _embedding(grader, tmp_path, LIFTING)
     messages = [r.message for r, _, _ in stage.tests if "lifted:" in r.message]
     assert messages and all("lifted: []" in m for m in messages), messages
 

@@ -35,10 +35,21 @@ def grader():
         yield g
 
 
+#: Seeds each variant is graded under (``make seeds`` tries 50): a seed replays a run, it is no
+#: lottery, so every variant must get the same verdict on every test under each of them.
+SEEDS = (11, 2024, 777_777)
+
+
 def _grade_stage(grader, tmp_path, stage, replacements):
+    """The stage's grade under the first seed, after checking that every seed agrees."""
     folder = make_submission(tmp_path / "submission", replacements)
-    result = grader.grade(folder, stages=[stage])
-    return next(s for s in result.stages if s.name == stage)
+    graded = [next(s for s in grader.grade(folder, seed=seed, stages=[stage]).stages
+                   if s.name == stage) for seed in SEEDS]
+    verdicts = [{r.name: r.passed for r, _, _ in g.tests} for g in graded]
+    for seed, other in zip(SEEDS[1:], verdicts[1:], strict=True):
+        changed = sorted(t for t in other if other[t] != verdicts[0][t])
+        assert not changed, f"seed {seed} changes the verdict of {changed} (vs seed {SEEDS[0]})"
+    return graded[0]
 
 
 @pytest.mark.parametrize(("stage", "replacements"), _variants("CORRECT"))

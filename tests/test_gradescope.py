@@ -3,6 +3,10 @@
 A temporary folder is laid out like Gradescope's /autograder (source/ from the zip,
 submission/, results/) and run_autograder runs against it through AUTOGRADER_ROOT, with this
 repository's interpreter (LUMEN_PYTHON) instead of the one setup.sh would install.
+
+Hidden means hidden: results.json is read as a learner sees it before the due date, after it
+and once grades are published (``learner_view``, Gradescope's visibility rules), and no hidden
+test's title, message or printed output may show before its time.
 """
 
 from __future__ import annotations
@@ -17,8 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from autograder import gradescope
+from autograder import gradescope, report
+from autograder.results import Grade, StageGrade, TestResult
 from lumen.stages import STAGE_NAMES, SUBMISSION_FILES
+from tests.variants.build import make_submission
 
 ROOT = gradescope.ROOT
 SUITES = ROOT / "autograder" / "suites"
@@ -86,3 +92,142 @@ def test_run_autograder_grades_lumen(autograder_zip, tmp_path):
         assert test["visibility"] == "after_due_date"
     assert {t["tags"][0] for t in results["tests"]} == set(STAGE_NAMES)
     assert results["score"] == 100, results["output"]
+
+
+# --- hidden means hidden ---------------------------------------------------------------------
+
+#: The moments a learner may look, in order; each shows what the one before did, and more.
+MOMENTS = ("before the due date", "after the due date", "once grades are published")
+
+
+def shown(visibility: str, moment: str) -> bool:
+    """Gradescope's rule for one visibility setting (its autograder specifications, "Controlling
+    test case visibility"): hidden never, after_due_date once the due date has passed,
+    after_published once the grades are published (after the due date here), visible always."""
+    return {"hidden": False, "visible": True,
+            "after_due_date": moment != MOMENTS[0],
+            "after_published": moment == MOMENTS[2]}[visibility]
+
+
+def learner_view(results: dict, moment: str) -> dict:
+    """What a learner sees of ``results`` at ``moment``, on Gradescope's rules, taking the worst
+    case wherever the specifications leave room:
+
+    - a test entry (name, output, score) is shown by its own visibility, else the top level's,
+      else "visible";
+    - the total score only when no test that is held back for now counts (tests whose
+      visibility is "hidden" do not hide it: they are meant to be worth nothing);
+    - stdout by stdout_visibility (default: instructors only);
+    - the top-level output always and at once (the specifications do not say the top-level
+      visibility hides it, so a summary must be safe to show at any time);
+    - extra_data never (it is stored for instructors).
+    """
+    default = results.get("visibility", "visible")
+    tests = [t for t in results["tests"] if shown(t.get("visibility", default), moment)]
+    held_back = [t for t in results["tests"] if t.get("visibility", default) != "hidden"
+                 and not shown(t.get("visibility", default), moment)]
+    view = {"output": results.get("output", ""), "tests": tests}
+    if not held_back:
+        view["score"] = results.get("score")
+    if shown(results.get("stdout_visibility", "hidden"), moment):
+        view["stdout"] = "<whatever run_autograder printed: the whole report>"
+    return view
+
+
+def _windows(text: str, size: int = 40, step: int = 10) -> list[str]:
+    """Pieces of ``text``: none of them may show, so neither may any long part of it."""
+    text = text.strip()
+    if len(text) <= size:
+        return [text] if text else []
+    return [text[i : i + size] for i in range(0, len(text) - size + 1, step)]
+
+
+def assert_nothing_hidden_shows(results: dict, printed: list[str]) -> None:
+    """At every moment, no test entry the learner may not see yet leaks its title, its message
+    or what the learner's code printed into what they do see; and each shows in its time."""
+    default = results.get("visibility", "visible")
+    for moment in MOMENTS:
+        view = learner_view(results, moment)
+        seen = "\n".join([view["output"], view.get("stdout", ""),
+                          *(f"{t['name']}\n{t.get('output', '')}" for t in view["tests"])])
+        for test in results["tests"]:
+            if shown(test.get("visibility", default), moment):
+                assert test in view["tests"]
+                continue
+            title = test["name"].split(": ", 1)[1]
+            secrets = [title, *_windows(test["output"])]
+            leaked = [piece for piece in secrets if piece in seen]
+            assert not leaked, f"{moment}, hidden {test['name']!r} shows: {leaked[:3]}"
+        for text in printed:
+            hidden_output = [t for t in results["tests"] if text in t["output"]
+                             and not shown(t.get("visibility", default), moment)]
+            if hidden_output:
+                assert text not in seen, f"{moment}: the printed {text!r} shows"
+
+
+def _grade() -> Grade:
+    """A grade with a failing check that printed, a passing one and a stage at the stubs."""
+    failing = TestResult(name="test_lookup_every_shape", stage="embedding",
+                         title="Every id becomes one row, whatever the shape", passed=False,
+                         message="Embedding(23, 5) on a single id: output shape (1, 5), "
+                                 "expected (5,) = ids.shape + (d_model,): one row per id",
+                         output="SECRET PRINTED BY THE LEARNER\n")
+    passing = TestResult(name="test_weight_is_a_parameter", stage="embedding",
+                         title="The table is an nn.Parameter of shape (V, d)", passed=True)
+    stub = TestResult(name="test_parameter_count", stage="tying",
+                      title="Tied weights are counted once", passed=False,
+                      message="GPT2.tie_weights is not implemented yet", not_implemented=True)
+    return Grade(submission="/home/instructor/class/alice.zip",
+                 stages=[StageGrade("embedding", 3.0, 8.0, [(passing, 3.0, 3.0),
+                                                            (failing, 0.0, 5.0)]),
+                         StageGrade("tying", 0.0, 10.0, [(stub, 0.0, 10.0)])],
+                 seed=7, devices=["cpu"], sandbox="bwrap", seconds=1.5)
+
+
+@pytest.mark.parametrize("visibility", gradescope.VISIBILITIES)
+def test_the_summary_reveals_no_more_than_the_tests(visibility):
+    """Whatever the tests' visibility, the top-level output (shown at once) holds the stage
+    scores and no hidden test's title, message or printed output."""
+    results = json.loads(json.dumps(report.gradescope(_grade(), visibility)))
+    assert_nothing_hidden_shows(results, ["SECRET PRINTED BY THE LEARNER"])
+    output = results["output"]
+    assert "embedding" in output and "3.0 / 8" in output, "the stage scores are shown at once"
+    assert "/home/instructor" not in output, "the submission's name, not the grader's path"
+    if visibility != "visible":
+        assert "SECRET PRINTED" not in output and "shape" not in output
+    assert results["stdout_visibility"] == "hidden", "stdout holds the whole report"
+
+
+def test_the_model_shows_each_hidden_test_in_its_time():
+    """The model itself: an after_due_date test is seen after the due date, not before."""
+    results = report.gradescope(_grade(), "after_due_date")
+    before, after = (learner_view(results, moment) for moment in MOMENTS[:2])
+    assert before["tests"] == [] and "score" not in before
+    assert len(after["tests"]) == 3 and after["score"] == 3.0
+    assert "SECRET PRINTED" in json.dumps(after)
+
+
+def test_run_autograder_keeps_hidden_tests_hidden(autograder_zip, tmp_path):
+    """Graded by run_autograder as on Gradescope: a submission whose forward prints and fails.
+    Before the due date the learner sees the stage scores and nothing of the hidden tests."""
+    root = tmp_path / "autograder"
+    _unpack(autograder_zip, root / "source")
+    make_submission(root / "submission", {"embeddings:Embedding.forward": '''
+        def forward(self, ids):
+            print("SECRET PRINTED BY THE LEARNER")
+            check_ids(ids, self.vocab_size)
+            return self.weight[ids.reshape(-1).long()]
+    '''})
+    (root / "results").mkdir()
+    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "LUMEN_PYTHON": sys.executable}
+    env.pop("PYTHONPATH", None)
+    done = subprocess.run([str(root / "source" / "run_autograder"), "--stage", "embedding"],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    results = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+    failed = [t for t in results["tests"] if t["status"] == "failed"]
+    assert failed and any("SECRET PRINTED" in t["output"] for t in failed), results["tests"]
+    assert "What to fix first" in done.stdout, "the whole report still goes to stdout"
+    assert_nothing_hidden_shows(results, ["SECRET PRINTED BY THE LEARNER"])
+    assert "embedding" in results["output"] and "/ 20" in results["output"]
+    assert str(root) not in results["output"]

@@ -2,12 +2,16 @@
 
 Closed: no hidden test (nothing of autograder/), no reference (nothing of lumen/), and no line
 of any solution region, wherever it might have leaked. Working: unzipped on its own, away from
-this repository, the visible tests run and fail on the stubs with "not implemented yet".
+this repository, the visible tests run and fail on the stubs with "not implemented yet", and
+every command its README gives runs, or stops where the README says it will.
 """
 
 from __future__ import annotations
 
+import ast
 import os
+import re
+import shlex
 import subprocess
 import sys
 import zipfile
@@ -103,3 +107,100 @@ def test_visible_tests_run_and_fail_on_the_stubs(handout_zip, tmp_path):
     not_stub = {name: messages for name, messages in verdicts.items()
                 if not messages or "not implemented yet" not in messages[0]}
     assert not not_stub, f"on the stubs, these did not fail with 'not implemented yet': {not_stub}"
+
+
+def _unpacked(handout_zip: Path, target: Path) -> Path:
+    with zipfile.ZipFile(handout_zip) as archive:
+        archive.extractall(target)
+    return target / handout.FOLDER
+
+
+def _alone() -> dict[str, str]:
+    """The environment of a learner's shell: nothing of this repository on the path."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LUMEN_IMPL")}
+
+
+def readme_commands(readme: str) -> list[str]:
+    """The commands of the README's ``sh`` blocks that run the learner's code, as typed."""
+    commands = []
+    for block in re.findall(r"```sh\n(.*?)```", readme, re.S):
+        for line in block.splitlines():
+            command = line.split(" #", 1)[0].strip()
+            if command.startswith(("python -m ", "pytest ")):
+                commands.append(command)
+    return commands
+
+
+def _run(command: str, folder: Path) -> subprocess.CompletedProcess:
+    argv = shlex.split(command)
+    argv = [sys.executable, *argv[1:]] if argv[0] == "python" else \
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *argv[1:]]
+    return subprocess.run(argv, cwd=folder, env=_alone(), capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_the_readmes_commands_work_from_the_handout_alone(handout_zip, tmp_path):
+    """Unzipped away from this repository, each command of the handout's README runs on the
+    stubs, or stops with the very words the README says it will; and the calculator prints
+    its table once stage params is written (lumen's params.py standing in for the learner's)."""
+    folder = _unpacked(handout_zip, tmp_path)
+    readme = (folder / "README.md").read_text(encoding="utf-8")
+    commands = readme_commands(readme)
+    calculator = "python -m exercises.params gpt2 --untied"
+    assert calculator in commands and "python -m exercises.explore --figure explore.png" in \
+        commands, commands
+    for command in commands:
+        done = _run(command, folder)
+        out = done.stdout + done.stderr
+        assert "No module named" not in out, f"{command}:\n{out[-2000:]}"
+        if done.returncode != 0:  # only where a stage is missing, and as the README says
+            stub = re.search(r"\w+ is not implemented yet \(stage '\w+'\)", out)
+            assert stub and f"`{stub.group()}`" in readme, f"{command}:\n{out[-2000:]}"
+    assert (folder / "explore.png").is_file()
+    (folder / "exercises" / "params.py").write_text(
+        (ROOT / "lumen" / "params.py").read_text(encoding="utf-8"), encoding="utf-8")
+    done = _run(calculator, folder)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "token embedding (wte)" in done.stdout and "163,037,184" in done.stdout
+
+
+def _make_targets() -> set[str]:
+    """The targets of this repository's Makefile, none of which the handout has."""
+    text = (ROOT / "Makefile").read_text(encoding="utf-8")
+    return set(re.findall(r"^([a-z][\w-]*):", text, re.M))
+
+
+def _told_to_run(text: str) -> list[str]:
+    """The commands in ``text`` that a handout cannot run: a make target, or the reference
+    package (python -m lumen...)."""
+    targets = "|".join(sorted(_make_targets(), key=len, reverse=True))
+    return re.findall(rf"\bmake (?:{targets})\b|python -m lumen\b[\w.]*", text)
+
+
+def learner_visible_text(members: dict[str, bytes]) -> dict[str, list[str]]:
+    """What a learner reads in the handout: the README, and every string of its Python files
+    (messages, docstrings, help), but not comments (the generated headers are for staff)."""
+    texts = {}
+    for name, data in members.items():
+        text = data.decode("utf-8")
+        if name.endswith(".py"):
+            texts[name] = [node.value for node in ast.walk(ast.parse(text))
+                           if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+        elif name.endswith(".md"):
+            texts[name] = [text]
+    return texts
+
+
+def test_the_readme_names_no_command_the_handout_lacks(members):
+    readme = members[f"{handout.FOLDER}/README.md"].decode("utf-8")
+    assert not _told_to_run(readme)
+    init = learner_visible_text(members)[f"{handout.FOLDER}/exercises/__init__.py"]
+    assert not [c for text in init for c in _told_to_run(text)]  # solutions/release.py's text
+
+
+def test_no_message_names_a_command_the_handout_lacks(members):
+    """No text a handout learner reads (an error message, a docstring, --help) tells them to
+    run a make target or the reference package: the handout has neither."""
+    found = {name: commands for name, texts in learner_visible_text(members).items()
+             if (commands := [c for text in texts for c in _told_to_run(text)])}
+    assert not found, found

@@ -345,3 +345,25 @@ def test_each_stage_needs_only_the_stages_before_it(runs, stage):
         f"with stages up to '{stage}' solved and later ones stubbed, `pytest exercises -m {stage}` "
         f"should pass in a handout folder:\n{done.stdout[-4000:]}"
     )
+
+
+def test_regenerating_never_silently_overwrites_a_learners_edits(tmp_path, capsys):
+    """A learner's work in the stubs is refused with the file named; --force keeps a backup;
+    files the generator wrote itself are regenerated without a word."""
+    from solutions import release
+
+    target = tmp_path / "exercises"
+    release.write(target)
+    mine = target / "embeddings.py"
+    mine.write_text(mine.read_text() + "\n# my own work\n")
+    before = (target / "params.py").read_text()
+    (target / "params.py").write_text(before)  # untouched content: not an edit
+    with pytest.raises(release.ReleaseError, match="embeddings.py hold edits"):
+        release.write(target)
+    assert "# my own work" in mine.read_text(), "refused: nothing was written"
+    release.write(target, force=True)
+    assert "# my own work" not in mine.read_text()
+    backups = list(target.glob(".backup-*/embeddings.py"))
+    assert backups and "# my own work" in backups[0].read_text()
+    assert "kept your edited files in" in capsys.readouterr().out
+    assert release.edited(target) == []

@@ -146,8 +146,8 @@ def test_no_solution_line_in_the_scaffolds():
 
 @pytest.mark.parametrize("stage", stages.STAGE_NAMES)
 def test_no_solution_line_in_a_request(stage):
-    request = stage_request(stage)
-    assert set(request) == {"stage", "owns", "foreign", "given"}
+    request = stage_request(stage, files={}, limits={}).message()  # all a process is sent
+    assert set(request) == {"stage", "owns", "foreign", "given", "files", "limits"}
     owned = [f"{m}:{q}" for m, names in request["owns"].items() for q in names]
     assert sorted(owned) == sorted(stages.stage(stage).owns)
     for module in MODULES:  # given = the learner's stub, exactly as exercises/ has it
@@ -200,8 +200,8 @@ def test_a_file_that_fails_to_import_leaves_the_other_stages_their_points(grader
 
 
 def test_a_class_the_learner_removed_is_taken_from_the_stub(grader, tmp_path):
-    """No RowLookup (a forward by plain indexing does not need it): full marks everywhere; the
-    stages that do not own it get the stub's class with its scaffolds."""
+    """No RowLookup (given code, which a forward by plain indexing does not need): full marks
+    everywhere."""
     folder = make_submission(tmp_path / "submission", {
         "embeddings:RowLookup": "",
         "embeddings:Embedding.forward": '''

@@ -14,6 +14,8 @@ choose the message that explains a wrong value.
 
 from __future__ import annotations
 
+import numbers
+import operator
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -23,6 +25,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten, tree_map
 
 PROBES: dict[str, Callable] = {}
 
@@ -143,9 +147,7 @@ def _attempt(get: Callable[[], object]) -> object:
         return get()
     except Exception as exc:  # noqa: BLE001 - a refusal is a result here
         message = str(exc)[:500]
-        return {"error": type(exc).__name__, "message": message,
-                "not_implemented": isinstance(exc, NotImplementedError)
-                and "not implemented yet" in message}
+        return {"error": type(exc).__name__, "message": message}  # a stub's? the grader reads it
 
 
 class SGD:
@@ -177,6 +179,177 @@ def _params(module: nn.Module) -> list[list]:
 def _set_weight(layer: nn.Module, weight: torch.Tensor) -> None:
     with torch.no_grad():
         layer.weight.copy_(weight)
+
+
+# --- calling the stubs of stages embedding, onehot and neighbours as a learner's caller may ---
+
+
+def _call(fn: Callable, arguments: dict[str, object], positional: int | None = None) -> object:
+    """``fn`` given ``arguments`` (in the stub's order): the first ``positional`` of them
+    positionally and the rest by name; ``None``: all positionally. The suites call each stub
+    both ways, so a renamed or reordered parameter shows."""
+    items = list(arguments.items())
+    split = len(items) if positional is None else positional
+    return fn(*(value for _, value in items[:split]), **dict(items[split:]))
+
+
+def _arranged(t: torch.Tensor, layout: str | None) -> torch.Tensor:
+    """``t``'s values in a tensor laid out as ``layout`` says: None, as it is; "strided",
+    every other element of a larger buffer; "transposed", a (..., m, n) block stored column
+    by column. The last two are not contiguous, so ``.view(-1)`` fails on them."""
+    if layout is None:
+        return t
+    if layout == "strided":
+        buffer = torch.zeros(*t.shape, 2, dtype=t.dtype, device=t.device)
+        view = buffer[..., 1]
+    elif layout == "transposed" and t.dim() >= 2:
+        view = torch.zeros(*t.shape[:-2], t.shape[-1], t.shape[-2], dtype=t.dtype,
+                           device=t.device).mT
+    else:
+        raise ProbeError(f"no layout {layout!r} for a tensor of shape {tuple(t.shape)}")
+    return view.copy_(t)
+
+
+def _watched(call: Callable[[], object], watch: bool = False, **inputs: torch.Tensor) -> dict:
+    """``{"out": call()}``; with ``watch``, what it ran (``record_calls``); and each of
+    ``inputs`` as it is afterwards, with the names of those an in-place operation touched (its
+    version counter moved): a stub must leave what it is given as it was."""
+    versions = {name: t._version for name, t in inputs.items()}
+    if watch:
+        with record_calls() as record:
+            out = call()
+        result = {"out": out, **_recorded(record)}
+    else:
+        result = {"out": call()}
+    result["inputs"] = dict(inputs)
+    result["in_place"] = sorted(n for n, t in inputs.items() if t._version != versions[n])
+    return result
+
+
+# --- the meta device, with the values behind it -------------------------------------------
+
+
+class _NoValues(Exception):
+    """A meta tensor whose values are not known (one the learner's code made some other way)."""
+
+
+def _meta_args(args: object) -> bool:
+    """Whether an operator's arguments hold a meta tensor or name the meta device."""
+    return any((isinstance(x, torch.Tensor) and x.device.type == "meta")
+               or (isinstance(x, torch.device) and x.type == "meta") for x in tree_flatten(args)[0])
+
+
+def _asks_real_device(args: object) -> bool:
+    """Whether an operator's arguments name a device other than meta (a copy to the CPU)."""
+    return any(isinstance(x, torch.device) and x.type != "meta" for x in tree_flatten(args)[0])
+
+
+class MetaWithValues(TorchDispatchMode):
+    """The meta device for the device checks, with the values kept behind it.
+
+    Without a GPU, the suites check that learner code creates its tensors on its inputs'
+    device (not a hard-coded one) by running it on the meta device, where tensors have a shape
+    but no values. Correct code may read values though: a range check (``bool((ids < 0).any())``,
+    ``int(ids.max())``, ``.tolist()``, ``ids[mask]``) works on every real device, and must not
+    fail here. So every meta tensor keeps a twin on the CPU holding its values: each operator
+    runs on the meta tensors and again on their twins, and an operator that needs values (or
+    a copy to the CPU) gets the twins' answer. The code then runs as it runs on the CPU, except
+    for where its tensors live: only a tensor made on, or moved to, a fixed device shows.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._twins: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # id(meta) -> (meta, CPU)
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        """Leave ``__torch_dispatch__`` as it is: by default torch wraps it to keep torch.compile
+        out, and that wrapper's first call imports torch._dynamo (~3 s in every stage process).
+        Nothing here is ever compiled."""
+        return False
+
+    def pair(self, meta: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+        """Give ``meta`` its values (kept alive with it, so its id is not reused)."""
+        self._twins[id(meta)] = (meta, values)
+        return meta
+
+    def meta(self, t: torch.Tensor) -> torch.Tensor:
+        """A meta tensor of ``t``'s shape and dtype, whose values are ``t``'s."""
+        return self.pair(torch.empty(t.shape, dtype=t.dtype, device="meta"), t.clone())
+
+    def values(self, x: torch.Tensor) -> torch.Tensor | None:
+        """The values behind the meta tensor ``x``, if known."""
+        meta, values = self._twins.get(id(x), (None, None))
+        return values if meta is x else None
+
+    def _twin(self, x: object) -> object:
+        """What ``x`` is in the twins' run: a meta tensor's values, the CPU for the meta device."""
+        if isinstance(x, torch.Tensor) and x.device.type == "meta":
+            values = self.values(x)
+            if values is None:
+                raise _NoValues
+            return values
+        if isinstance(x, torch.device) and x.type == "meta":
+            return torch.device("cpu")
+        return x
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if not _meta_args((args, kwargs)):
+            return func(*args, **kwargs)  # no meta tensor: runs as it is
+        try:
+            twins = func(*tree_map(self._twin, args), **tree_map(self._twin, kwargs))
+        except Exception:  # noqa: BLE001 - no values to run on: the meta device alone decides
+            return func(*args, **kwargs)
+        try:
+            out = func(*args, **kwargs)
+        except Exception:  # noqa: BLE001 - an operator that needs values: the twins answer
+            return self._answer(twins, args, kwargs)
+        for o, twin in zip(tree_flatten(out)[0], tree_flatten(twins)[0], strict=False):
+            if isinstance(o, torch.Tensor) and isinstance(twin, torch.Tensor) \
+                    and o.device.type == "meta":
+                self.pair(o, twin)
+        return out
+
+    def _answer(self, twins: object, args: tuple, kwargs: dict) -> object:
+        """What an operator that the meta device cannot run (``.item()``, ``nonzero``, a copy
+        to the CPU) returns: its twins' numbers as they are; a tensor it wrote in place as that
+        tensor; a copy to a real device as the copy, values and all; any other tensor back on
+        the meta device, with its values behind it."""
+        given = [x for x in tree_flatten((args, kwargs))[0] if isinstance(x, torch.Tensor)]
+        itself = {id(x): x for x in given if x.device.type != "meta"}  # written in place
+        itself.update({id(self.values(x)): x for x in given if self.values(x) is not None})
+        to_real_device = _asks_real_device((args, kwargs))
+
+        def back(twin: object) -> object:
+            if not isinstance(twin, torch.Tensor):
+                return twin
+            if id(twin) in itself:
+                return itself[id(twin)]
+            if to_real_device:
+                return twin
+            return self.pair(torch.empty(twin.shape, dtype=twin.dtype, device="meta"), twin)
+
+        return tree_map(back, twins)
+
+
+def _module_tensors(module: nn.Module) -> list[torch.Tensor]:
+    return [*module.parameters(), *module.buffers()]
+
+
+def _on_meta(call: Callable[..., object], *inputs: torch.Tensor,
+             module: nn.Module | None = None) -> object:
+    """``call(*inputs)`` with the inputs, and ``module``'s parameters and buffers, moved to
+    the meta device with their values kept behind them (``MetaWithValues``)."""
+    mode = MetaWithValues()
+    if module is not None:
+        values = [t.detach().clone() for t in _module_tensors(module)]
+        module.to("meta")
+        for t, kept in zip(_module_tensors(module), values, strict=True):
+            mode.pair(t, kept)
+    metas = [mode.meta(t) for t in inputs]
+    with mode:
+        return call(*metas)
 
 
 # --- embedding ------------------------------------------------------------------------------
@@ -216,13 +389,15 @@ def _train_registered(layer: nn.Module, ids: torch.Tensor, grad: torch.Tensor,
 
 
 @probe
-def embedding_parameter(m, vocab_size, d_model, weight, ids, grad, lr):
+def embedding_parameter(m, vocab_size, d_model, weight, ids, grad, lr, positional=None):
     """Whether ``weight`` is the layer's registered, trainable (V, d) Parameter, shown by
     values: ``weight`` is loaded through load_state_dict({"weight": ...}), rows are looked up
     in the Parameter registered as "weight", a backward puts their gradient in its .grad and
     an SGD step over layer.parameters() moves it. The learner's forward is not used here (the
-    lookup tests judge it), so this grades __init__ alone."""
-    layer = m["embeddings"].Embedding(vocab_size, d_model)
+    lookup tests judge it), so this grades __init__ alone. ``positional``: as ``_call``
+    (0: ``Embedding(vocab_size=V, d_model=d)``)."""
+    layer = _call(m["embeddings"].Embedding, {"vocab_size": vocab_size, "d_model": d_model},
+                  positional)
     out = _weight_facts(layer)
     out["load"] = _attempt(lambda: _load(layer, {"weight": weight}))
     if not isinstance(out["load"], dict) or "error" not in out["load"]:
@@ -232,20 +407,22 @@ def embedding_parameter(m, vocab_size, d_model, weight, ids, grad, lr):
 
 @probe
 def embedding_forward(m, vocab_size, d_model, weight, ids, device="cpu", scale=False, grad=None,
-                      watch=False):
-    """The learner's forward on ``ids`` with ``weight`` copied in; its gradient if ``grad``;
-    with ``watch``, the torch functions and ATen operators it ran (``record_calls``)."""
+                      watch=False, layout=None):
+    """The learner's forward on ``ids`` (laid out as ``layout`` says, see ``_arranged``) with
+    ``weight`` copied in, and the ids afterwards (``_watched``); its gradient if ``grad``; with
+    ``watch``, the torch functions and ATen operators it ran (``record_calls``). On the meta
+    device, the output alone (``MetaWithValues``)."""
     layer = m["embeddings"].Embedding(vocab_size, d_model, scale=scale)
     _set_weight(layer, weight)
-    layer = layer.to(device=device, dtype=weight.dtype) if device != "meta" else layer.to("meta")
-    ids = _on(ids, device)
-    if watch:
-        with record_calls() as record:
-            out = layer(ids)
-        result = {"out": out, **_recorded(record)}
-    else:
-        result = {"out": layer(ids)}
-        out = result["out"]
+    layer = layer.to(dtype=weight.dtype)
+    if device == "meta":
+        return {"out": _on_meta(layer, ids, module=layer)}
+    layer = layer.to(device)
+    if not isinstance(ids, torch.Tensor):  # a list, say: check_ids must refuse it
+        return {"out": layer(ids)}
+    ids = _arranged(_on(ids, device), layout)
+    result = _watched(lambda: layer(ids), watch, ids=ids)
+    out = result["out"]
     if grad is not None and isinstance(out, torch.Tensor):
         if out.requires_grad:  # else: cut off from the weight, reported as no gradient
             # d(sum(out * grad))/d(out) = grad: the same gradient as out.backward(grad), without
@@ -255,38 +432,62 @@ def embedding_forward(m, vocab_size, d_model, weight, ids, device="cpu", scale=F
     return result
 
 
+@probe
+def embedding_check_ids(m, ids, vocab_size, positional=None):
+    """``check_ids(ids, vocab_size)`` on its own, the arguments passed as ``_call`` says: what
+    it returned (None, for valid ids), by its type's name."""
+    returned = _call(m["embeddings"].check_ids, {"ids": ids, "vocab_size": vocab_size},
+                     positional)
+    return {"returned": type(returned).__name__}
+
+
 # --- onehot ---------------------------------------------------------------------------------
 
 
-def _watched(call: Callable[[], object], watch: bool) -> dict:
-    """``{"out": call()}``, with what it ran if ``watch``."""
-    if not watch:
-        return {"out": call()}
-    with record_calls() as record:
-        out = call()
-    return {"out": out, **_recorded(record)}
+@probe
+def one_hot(m, ids, num_classes, dtype=None, device="cpu", watch=False, layout=None,
+            positional=2):
+    """``one_hot(ids, num_classes[, dtype])``, ``dtype`` a name ("float64") and the
+    arguments passed as ``_call`` says (default: ``dtype`` by name); ``layout`` and ``watch``
+    as in ``embedding_forward``."""
+    arguments = {"ids": ids, "num_classes": num_classes}
+    if dtype is not None:
+        arguments["dtype"] = getattr(torch, dtype)
+
+    def call(ids: torch.Tensor) -> object:
+        return _call(m["embeddings"].one_hot, {**arguments, "ids": ids}, positional)
+
+    if device == "meta":
+        return {"out": _on_meta(call, ids)}
+    ids = _arranged(_on(ids, device), layout)
+    return _watched(lambda: call(ids), watch, ids=ids)
 
 
 @probe
-def one_hot(m, ids, num_classes, dtype=None, device="cpu", watch=False):
-    kwargs = {} if dtype is None else {"dtype": getattr(torch, dtype)}
-    return _watched(lambda: m["embeddings"].one_hot(_on(ids, device), num_classes, **kwargs),
-                    watch)
+def embed_via_onehot(m, weight, ids, device="cpu", watch=False, layout=None, positional=None):
+    """``embed_via_onehot(weight, ids)``, the arguments passed as ``_call`` says; ``layout``
+    and ``watch`` as in ``embedding_forward``."""
+    def call(weight: torch.Tensor, ids: torch.Tensor) -> object:
+        return _call(m["embeddings"].embed_via_onehot, {"weight": weight, "ids": ids},
+                     positional)
 
-
-@probe
-def embed_via_onehot(m, weight, ids, device="cpu", ids_device=None, watch=False):
-    return _watched(lambda: m["embeddings"].embed_via_onehot(
-        _on(weight, device), _on(ids, ids_device or device)), watch)
+    if device == "meta":
+        return {"out": _on_meta(call, weight, ids)}
+    weight, ids = _on(weight, device), _arranged(_on(ids, device), layout)
+    return _watched(lambda: call(weight, ids), watch, weight=weight, ids=ids)
 
 
 # --- neighbours -----------------------------------------------------------------------------
 
 
 @probe
-def cosine_similarity(m, a, b, device="cpu", eps=None):
-    kwargs = {} if eps is None else {"eps": eps}
-    return {"out": m["embeddings"].cosine_similarity(_on(a, device), _on(b, device), **kwargs)}
+def cosine_similarity(m, a, b, device="cpu", eps=None, positional=2):
+    """``cosine_similarity(a, b[, eps])``, the arguments passed as ``_call`` says (default:
+    ``eps`` by name), and ``a`` and ``b`` afterwards (``_watched``)."""
+    a, b = _on(a, device), _on(b, device)
+    arguments = {"a": a, "b": b} if eps is None else {"a": a, "b": b, "eps": eps}
+    return _watched(lambda: _call(m["embeddings"].cosine_similarity, arguments, positional),
+                    a=a, b=b)
 
 
 def _pair(result: object) -> dict:
@@ -295,54 +496,116 @@ def _pair(result: object) -> dict:
     return {"ids": None, "sims": None, "kind": type(result).__name__}
 
 
+def _searched(call: Callable[[], object], **inputs: torch.Tensor) -> dict:
+    """``_pair`` of what ``call()`` returns, with ``inputs`` afterwards (``_watched``)."""
+    result = _watched(call, **inputs)
+    return {**_pair(result.pop("out")), **result}
+
+
 @probe
-def cosine_neighbours(m, E, token, k, device="cpu"):
+def cosine_neighbours(m, E, token, k, device="cpu", positional=None):
+    """``cosine_neighbours(E, token, k)``, the arguments passed as ``_call`` says; ``token``
+    an int, a 0-d integer tensor or a query vector (moved to ``device`` with E)."""
+    E = _on(E, device)
     if isinstance(token, torch.Tensor):
         token = _on(token, device)
-    return _pair(m["embeddings"].cosine_neighbours(_on(E, device), token, k))
+    arguments = {"E": E, "token": token, "k": k}
+    inputs = {"E": E, "token": token} if isinstance(token, torch.Tensor) else {"E": E}
+    return _searched(lambda: _call(m["embeddings"].cosine_neighbours, arguments, positional),
+                     **inputs)
 
 
 @probe
-def analogy(m, E, a, b, c, device="cpu", **kwargs):
-    return _pair(m["embeddings"].analogy(_on(E, device), a, b, c, **kwargs))
+def analogy(m, E, a, b, c, device="cpu", positional=4, **kwargs):
+    """``analogy(E, a, b, c, **kwargs)`` (``k``, ``exclude_inputs``, in the stub's order), the
+    arguments passed as ``_call`` says (default: ``kwargs`` by name)."""
+    if set(kwargs) - {"k", "exclude_inputs"}:
+        raise ProbeError(f"analogy takes k and exclude_inputs, not {sorted(kwargs)}")
+    E = _on(E, device)
+    order = [name for name in ("k", "exclude_inputs") if name in kwargs]
+    arguments = {"E": E, "a": a, "b": b, "c": c, **{name: kwargs[name] for name in order}}
+    return _searched(lambda: _call(m["embeddings"].analogy, arguments, positional), E=E)
 
 
 # --- params ---------------------------------------------------------------------------------
 
 
+def _refusal(exc: Exception) -> dict:
+    return {"error": type(exc).__name__, "message": str(exc)[:500]}  # a stub's? the grader reads
+
+
+def _count(value: object) -> dict:
+    """A count as data, by the contract's rule for whole numbers: whatever ``operator.index``
+    accepts (int, numpy's integers, a 0-d integer tensor) gives its int; anything else gives
+    its type's name, and a float its value, for the message."""
+    kind = type(value).__name__
+    try:
+        return {"int": int(operator.index(value)), "type": kind}
+    except Exception:  # noqa: BLE001 - not a whole number: the grader says what it was
+        return {"int": None, "type": kind, "float": float(value) if isinstance(value, float)
+                else None}
+
+
 def _number(get: Callable) -> object:
-    """``get()`` if it gives a plain number; else its exception, or its type, as data."""
+    """``get()`` if it gives a real number (numpy's too, not a bool), as a float or int; else
+    its exception, or its type, as data."""
     try:
         value = get()
     except Exception as exc:  # noqa: BLE001 - a refusal is a result here
-        message = str(exc)[:500]
-        return {"error": type(exc).__name__, "message": message,
-                "not_implemented": isinstance(exc, NotImplementedError)
-                and "not implemented yet" in message}
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return value if type(value) in (int, float) else float(value)  # np.float64 too
+        return _refusal(exc)
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return value if type(value) in (int, float) else float(value)  # np.float32 too
     return {"type": type(value).__name__}
 
 
+def _whole(get: Callable) -> dict:
+    """``get()`` as ``_count`` reports it, or its exception as data."""
+    try:
+        value = get()
+    except Exception as exc:  # noqa: BLE001 - a refusal is a result here
+        return _refusal(exc)
+    return _count(value)
+
+
+#: count_params's parameters in the stub's order, for a positional call.
+SIGNATURE = ("vocab_size", "d_model", "n_layers", "n_ctx", "tied")
+
+
 @probe
-def count_params(m, fields, dtypes=(), share=False, **shape):
-    """The learner's ParamCount: its ``fields``, ``embedding_share`` if ``share``, and
-    ``memory_bytes(dtype)`` for each of ``dtypes`` ("fp16", "torch.float16"; "default" calls it
-    with no argument). A property or method that raises is reported, not propagated, so an
-    unfinished ``memory_bytes`` does not hide a finished ``count_params``."""
-    count = m["params"].count_params(**shape)
-    out: dict = {"type": type(count).__name__, "fields": {}, "memory": {}}
-    for name in fields:
-        value = getattr(count, name, None)
-        out["fields"][name] = value if type(value) in (int, float, bool) else repr(type(value))
+def count_params(m, fields, positional=False, **shape):
+    """The learner's ParamCount for ``shape`` (the five arguments by name), called by keyword
+    or, with ``positional``, as ``count_params(V, d, N, n_ctx, tied)``: its type, and each of
+    ``fields`` as ``_count`` reports it."""
+    if positional:
+        count = m["params"].count_params(*(shape[name] for name in SIGNATURE))
+    else:
+        count = m["params"].count_params(**shape)
+    return {"type": type(count).__name__,
+            "fields": {name: _count(getattr(count, name, None)) for name in fields}}
+
+
+def _memory(count: object, spec: str) -> dict:
+    """``count.memory_bytes`` as ``spec`` asks: "default" (no argument), "fp16" (a string),
+    "torch.float16" (torch's dtype); with a "dtype=" prefix, passed by keyword."""
+    name = spec.removeprefix("dtype=")
+    if name == "default":
+        return _whole(lambda: count.memory_bytes())
+    dtype = getattr(torch, name.removeprefix("torch.")) if name.startswith("torch.") else name
+    if spec.startswith("dtype="):
+        return _whole(lambda: count.memory_bytes(dtype=dtype))
+    return _whole(lambda: count.memory_bytes(dtype))
+
+
+@probe
+def param_count(m, counts, dtypes=(), share=False):
+    """A ParamCount the grader filled in, ``ParamCount(**counts)`` (so the learner's
+    count_params plays no part): its ``embedding_share`` if ``share``, and ``memory_bytes`` for
+    each of ``dtypes`` (see ``_memory``). A property or method that raises is reported, not
+    propagated, so an unfinished ``memory_bytes`` does not hide a finished share."""
+    count = m["params"].ParamCount(**counts)
+    out: dict = {"memory": {spec: _memory(count, spec) for spec in dtypes}}
     if share:
         out["embedding_share"] = _number(lambda: count.embedding_share)
-    for dtype in dtypes:
-        if dtype == "default":
-            out["memory"][dtype] = _number(lambda: count.memory_bytes())
-            continue
-        arg = getattr(torch, dtype[len("torch.") :]) if dtype.startswith("torch.") else dtype
-        out["memory"][dtype] = _number(lambda arg=arg: count.memory_bytes(arg))
     return out
 
 
@@ -393,15 +656,13 @@ def _identity(x: torch.Tensor) -> torch.Tensor:
 
 
 @probe
-def gpt2_build(m, config, ids=None, device="cpu", state=True, unscaled=False):
+def gpt2_build(m, config, ids=None, device="cpu", state=True):
     """Build a GPT2, report the tie, its state_dict, and its logits on ``ids``."""
     model = _build(m, config, device)
     out = _tie_facts(model)
     if state:
         out["state"] = {k: v for k, v in model.state_dict().items()}
     if ids is not None:
-        if unscaled:
-            _unscale(model)
         model.eval()
         with torch.no_grad():
             out["logits"] = model(ids.to(device))
@@ -513,12 +774,15 @@ def _step_rows(layer: nn.Module, optimiser, ids: torch.Tensor, rows: torch.Tenso
 
 
 @probe
-def embedding_reset(m, vocab_size, d_model, std, ids, grad, lr):
-    """reset_parameters on a layer whose weight is all 7s, with an SGD optimiser built on
-    layer.parameters() BEFORE the reset: the rows forward returns afterwards, and the same rows
-    after the optimiser's step. Refilled in place, the optimiser moves the new rows; a new
-    Parameter is out of its reach."""
+def embedding_reset(m, vocab_size, d_model, std, ids, grad, lr, dtype=None):
+    """reset_parameters on a layer whose weight is all 7s (converted to ``dtype`` first, if
+    given), with an SGD optimiser built on layer.parameters() BEFORE the reset: the rows
+    forward returns afterwards, and the same rows after the optimiser's step. Refilled in
+    place, the optimiser moves the new rows and they keep the weight's dtype; a new Parameter
+    is out of the optimiser's reach, and a new tensor has torch's default dtype."""
     layer = _unscaled(m["embeddings"].Embedding)(vocab_size, d_model, std=std)
+    if dtype is not None:
+        layer = layer.to(getattr(torch, dtype))
     layer.weight.requires_grad_(True)  # another stage's stand-in __init__ leaves it off
     with torch.no_grad():
         layer.weight.fill_(7.0)
@@ -531,16 +795,53 @@ def embedding_reset(m, vocab_size, d_model, std, ids, grad, lr):
 
 
 @probe
-def embedding_scale(m, d_model, scale, x, vocab_size=10):
-    """``scale_output(x)`` on a layer built without ``reset_parameters``: graded on its own."""
+def embedding_scale(m, d_model, scale, x, grad, vocab_size=10):
+    """``scale_output`` on a layer built without ``reset_parameters`` (graded on its own),
+    given ``x`` as forward gives its rows: a tensor that autograd tracks (a copy of a leaf).
+    What it returns, that input afterwards (it must be left as it was), and the gradient of
+    sum(out * grad) that reaches the leaf: grad * sqrt(d_model) when scaled, grad when not."""
     cls = m["embeddings"].Embedding
     bare = type(cls.__name__, (cls,), {"reset_parameters": lambda self: None})
     layer = bare(vocab_size, d_model, scale=scale)
-    return {"out": layer.scale_output(x)}
+    leaf = x.clone().requires_grad_(True)
+    rows = leaf.clone()  # (..., d), tracked by autograd, not a leaf
+    out = layer.scale_output(rows)
+    result = {"out": out.detach() if isinstance(out, torch.Tensor) else out,
+              "input_after": rows.detach().clone(), "grad": None}
+    if isinstance(out, torch.Tensor) and out.requires_grad:  # else: cut off from x
+        result["grad"] = _attempt(lambda: _gradient(out, leaf, grad))
+    return result
+
+
+def _gradient(out: torch.Tensor, leaf: torch.Tensor, grad: torch.Tensor) -> torch.Tensor | None:
+    """The gradient of sum(out * grad) that reaches ``leaf``."""
+    (out * grad.to(out.dtype)).sum().backward()
+    return leaf.grad
 
 
 @probe
-def expected_dot_std(m, std, d_model):
-    value = m["embeddings"].expected_dot_std(std, d_model)
-    number = isinstance(value, int | float) and not isinstance(value, bool)  # np.float64 too
+def expected_dot_std(m, std, d_model, keyword=False):
+    """``expected_dot_std(std, d_model)``, or by name (``keyword``): the value if a real
+    number (numpy's too), and its type."""
+    fn = m["embeddings"].expected_dot_std
+    value = fn(std=std, d_model=d_model) if keyword else fn(std, d_model)
+    number = isinstance(value, numbers.Real) and not isinstance(value, bool)
     return {"value": float(value) if number else None, "type": type(value).__name__}
+
+
+@probe
+def gpt2_init(m, config, ids, dtype=None):
+    """A fresh GPT2's state_dict, and its logits on ``ids`` with each embedding's scale_output
+    returning its rows as they are (``_unscale``: the init stage grades scale_output on its
+    own). With ``dtype``, the model is converted (``.to(dtype)``) and ``init_weights()`` runs
+    again, as when a model is re-initialised after a conversion: in-place fills keep the
+    dtype, new tensors get torch's default one."""
+    model = _build(m, config)
+    if dtype is not None:
+        model = model.to(getattr(torch, dtype))
+        model.init_weights()
+    _unscale(model)
+    model.eval()
+    with torch.no_grad():
+        logits = _attempt(lambda: model(ids))
+    return {"state": _snapshot(model), "logits": logits}

@@ -14,7 +14,7 @@ Each scaffold is written to two rules, both proved in tests/test_scaffolds.py:
 So each is deliberately wrong in a way only its own stage looks at, or built from the very
 PyTorch built-in its stage bans (copied out, it earns what using that built-in would, and
 loses the ban's points). Functions that no other stage's code calls (neighbours, params,
-RowLookup, expected_dot_std) are stand-ins that refuse to run, with a message saying why.
+expected_dot_std) are stand-ins that refuse to run, with a message saying why.
 
 This file ships next to worker.py into the sandbox: it imports only torch, math and the
 standard library, never lumen, and holds no line of lumen's solutions.
@@ -166,15 +166,11 @@ def embed_via_onehot(weight: Tensor, ids: Tensor) -> Tensor:
 # --- the table the worker reads -----------------------------------------------------------
 
 #: Every function a stage owns (lumen/stages.py's keys) -> what stands in for it while another
-#: stage is graded. Methods are plain functions taking self; RowLookup's are staticmethods and
-#: embedding_share a property, as in lumen, so each moves into the learner's class as it is.
+#: stage is graded. Methods are plain functions taking self and embedding_share a property,
+#: as in lumen, so each moves into the learner's class as it is.
 SCAFFOLDS: dict[str, object] = {
     # embedding
     "embeddings:check_ids": check_ids,
-    "embeddings:RowLookup.forward": staticmethod(
-        _stand_in("embeddings:RowLookup.forward", "embedding")),
-    "embeddings:RowLookup.backward": staticmethod(
-        _stand_in("embeddings:RowLookup.backward", "embedding")),
     "embeddings:Embedding.__init__": embedding_init,
     "embeddings:Embedding.forward": embedding_forward,
     # onehot: an Embedding.forward may compute its lookup as one_hot(ids) @ E

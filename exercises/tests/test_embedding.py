@@ -12,6 +12,8 @@ from torch import nn
 
 pytestmark = pytest.mark.embedding
 
+INTEGER_DTYPES = [torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8]
+
 
 def test_weight_is_a_registered_v_by_d_parameter(embeddings):
     emb = embeddings.Embedding(11, 4)
@@ -25,6 +27,11 @@ def test_weight_is_a_registered_v_by_d_parameter(embeddings):
     )
     names = [name for name, _ in emb.named_parameters()]
     assert names == ["weight"], f"expected one registered Parameter, 'weight', got {names}"
+    by_name = embeddings.Embedding(vocab_size=11, d_model=4)  # the stub's parameter names
+    assert tuple(by_name.weight.shape) == (11, 4), (
+        "Embedding(vocab_size=11, d_model=4) should build the same (11, 4) table: keep the "
+        "stub's parameter names, vocab_size and d_model"
+    )
 
 
 def test_forward_is_the_row_lookup(embeddings):
@@ -51,6 +58,63 @@ def test_ids_of_any_shape(embeddings, shape):
         f"got {tuple(out.shape)}"
     )
     assert torch.equal(out, F.embedding(ids, emb.weight)), f"wrong rows for ids of shape {shape}"
+
+
+def test_forward_leaves_the_ids_as_they_were(embeddings):
+    emb = embeddings.Embedding(10, 3)
+    ids = torch.tensor([[4, 0, 9], [2, 2, 7]])  # int64: ids.long() is ids itself, no copy
+    before, version = ids.clone(), ids._version
+    emb(ids)
+    assert ids.shape == before.shape and torch.equal(ids, before), (
+        f"forward changed the ids it was given: now {ids.tolist()}, was {before.tolist()}; "
+        "work on new tensors (ids.long().reshape(-1)), never in place (ids.unsqueeze_(-1))"
+    )
+    assert ids._version == version, (
+        "forward ran an in-place operation on the ids it was given (ids.long() of int64 ids "
+        "is the same tensor): the caller goes on using them"
+    )
+
+
+@pytest.mark.parametrize("dtype", INTEGER_DTYPES, ids=str)
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_every_integer_dtype_and_layout(embeddings, dtype, layout):
+    emb = embeddings.Embedding(100, 4)
+    ids = torch.randint(0, 100, (3, 5))
+    if layout == "transposed":
+        ids = ids.T.contiguous().T  # the same values, stored column by column
+    out = emb(ids.to(dtype))
+    assert torch.equal(out, F.embedding(ids, emb.weight)), (
+        f"{dtype} ids ({layout}) should give the same rows as int64 ids: widen them with "
+        ".long() (plain weight[ids] refuses int8 and int16 and reads uint8 as a mask), and "
+        "flatten with reshape, not view (which fails on non-contiguous ids)"
+    )
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16], ids=str)
+def test_output_keeps_the_weights_dtype_and_device(embeddings, other_device, dtype):
+    emb = embeddings.Embedding(12, 4).to(dtype)
+    ids = torch.tensor([[3, 11], [0, 3]])
+    out = emb(ids)
+    assert out.dtype == dtype, f"expected the weight's dtype {dtype}, got {out.dtype}"
+    assert torch.equal(out, F.embedding(ids, emb.weight)), f"wrong rows in {dtype}"
+    emb = emb.to(other_device.name)
+    out = other_device.run(lambda: emb(ids.to(other_device.name)))
+    assert out.device.type == other_device.name and tuple(out.shape) == (2, 2, 4), (
+        f"with the weight and the ids on {other_device.name}, the rows should come back there, "
+        f"shape (2, 2, 4); got {out.device}, {tuple(out.shape)}: never create or move tensors "
+        "to a hard-coded device (.cpu(), .to('cpu'), device='cpu')"
+    )
+
+
+def test_forward_returns_its_rows_through_scale_output(embeddings):
+    emb = embeddings.Embedding(10, 4, scale=True)
+    emb.scale_output = lambda x: x * 3.0  # a stand-in, to see that forward uses it
+    ids = torch.tensor([1, 8, 1])
+    out = emb(ids)
+    assert torch.equal(out, F.embedding(ids, emb.weight) * 3.0), (
+        "forward should return the looked-up rows through self.scale_output(rows), which does "
+        "the optional scaling (stage 'init' writes it): do not scale in forward yourself"
+    )
 
 
 def test_the_chapters_example(embeddings, tokenizer):
@@ -91,33 +155,47 @@ def test_repeated_ids_add_up_their_gradients(embeddings):
 
 @pytest.mark.parametrize(
     "ids",
-    [torch.tensor([1.0, 2.0]), torch.tensor([True, False]), [1, 2]],
-    ids=["float", "bool", "list"],
+    [torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.0], dtype=torch.float16),
+     torch.tensor([True, False]), torch.tensor([1 + 0j, 2 + 0j]), [1, 2]],
+    ids=["float", "float16", "bool", "complex", "list"],
 )
-def test_check_ids_refuses_what_is_not_integer_ids(embeddings, ids):
+@pytest.mark.parametrize("through", ["check_ids", "forward"])
+def test_check_ids_refuses_what_is_not_integer_ids(embeddings, ids, through):
+    call = (lambda: embeddings.check_ids(ids, 10)) if through == "check_ids" else (
+        lambda: embeddings.Embedding(10, 4)(ids))
     try:
-        embeddings.check_ids(ids, 10)
+        call()
     except TypeError:
         return
+    except Exception as error:  # noqa: BLE001 - the wrong kind of error is the finding
+        pytest.fail(f"{through} raised {type(error).__name__} ({error}) for {ids!r}; expected "
+                    "a TypeError (check isinstance(ids, torch.Tensor) first, then the dtype)")
     pytest.fail(
-        f"check_ids accepted {ids!r}; expected a TypeError: ids are labels, not quantities, so "
-        "only an integer tensor will do (a bool tensor would index as a mask)"
+        f"{through} accepted {ids!r}; expected a TypeError: ids are labels, not quantities, so "
+        "only an integer tensor will do (every float and complex dtype is refused, and a bool "
+        "tensor would index as a mask)"
     )
 
 
 @pytest.mark.parametrize("bad", [-1, 10])
-def test_ids_outside_the_vocabulary_raise(embeddings, bad):
-    emb = embeddings.Embedding(10, 4)
+@pytest.mark.parametrize("through", ["forward", "check_ids", "check_ids by name"])
+def test_ids_outside_the_vocabulary_raise(embeddings, bad, through):
+    ids = torch.tensor([[2, bad, 3]])
+    calls = {"forward": lambda: embeddings.Embedding(10, 4)(ids),
+             "check_ids": lambda: embeddings.check_ids(ids, 10),
+             "check_ids by name": lambda: embeddings.check_ids(ids=ids, vocab_size=10)}
     try:
-        emb(torch.tensor([[2, bad, 3]]))
+        calls[through]()
     except IndexError as error:
-        assert str(bad) in str(error), (
-            f"the IndexError should name the offending id {bad}; it says: {error}"
+        assert str(bad) in str(error) and "10" in str(error), (
+            f"the IndexError should name the offending id {bad} and the vocabulary size 10; "
+            f"it says: {error}"
         )
         return
     pytest.fail(
-        f"Embedding(10, 4) looked up id {bad}; expected an IndexError: valid ids are 0 to 9 "
-        "(plain indexing would count -1 from the end and hand back the last row)"
+        f"{through} accepted id {bad} for a vocabulary of 10; expected an IndexError: valid ids "
+        "are 0 to 9 (plain indexing would count -1 from the end and hand back the last row). "
+        "check_ids itself must refuse it: forward refuses bad ids through check_ids"
     )
 
 

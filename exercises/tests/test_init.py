@@ -20,10 +20,38 @@ def spread(t: torch.Tensor) -> float:
     return t.detach().double().std().item()
 
 
+def normal_gap(t: torch.Tensor, std: float) -> tuple[float, float]:
+    """How far ``t``'s values are from N(0, std^2) draws: (the largest gap between their
+    distribution and PyTorch's normal CDF, torch.special.ndtr; the most that as many normal
+    draws show but for a one-in-a-million chance, by the Dvoretzky-Kiefer-Wolfowitz bound)."""
+    z = (t.detach().double().flatten() / std).sort().values
+    n = z.numel()
+    cdf = torch.special.ndtr(z)
+    levels = torch.arange(n + 1, dtype=torch.float64) / n  # the sample's own CDF, step by step
+    gap = torch.maximum(levels[1:] - cdf, cdf - levels[:-1]).max().item()
+    return gap, math.sqrt(math.log(2e6) / (2 * n))
+
+
+def assert_normal(t: torch.Tensor, std: float, what: str) -> None:
+    gap, bound = normal_gap(t, std)
+    x = t.detach().double()
+    kurtosis = (x.pow(4).mean() / x.pow(2).mean() ** 2 - 3).item()
+    assert gap <= bound, (
+        f"{what}: the right std, but not normal draws: their distribution is {gap:.3f} away "
+        f"from N(0, {std:.4g}^2)'s (normal draws stay within {bound:.3f}); excess kurtosis "
+        f"{kurtosis:.2f} (normal 0, uniform -1.2, every entry +-std -2). Draw with normal_, "
+        "not uniform_ or a pattern"
+    )
+
+
 def test_expected_dot_std_is_the_chapters_formula(embeddings):
     got = embeddings.expected_dot_std(0.02, 768)
     assert math.isclose(got, 0.02**2 * math.sqrt(768), rel_tol=1e-12), (
         f"std 0.02 and d = 768 should give about 0.011 (std^2 sqrt(d)), got {got}"
+    )
+    by_name = embeddings.expected_dot_std(std=0.5, d_model=10)  # the stub's parameter names
+    assert math.isclose(by_name, 0.5**2 * math.sqrt(10), rel_tol=1e-12), (
+        f"expected_dot_std(std=0.5, d_model=10) should be 0.25 * sqrt(10) = 0.79, got {by_name}"
     )
 
 
@@ -38,22 +66,42 @@ def test_the_prediction_matches_a_measurement(embeddings, std, d):
     )
 
 
-@pytest.mark.parametrize("std", [0.02, 0.01])
+@pytest.mark.parametrize("std", [0.02, 0.01, 0.4])
 def test_rows_start_small_and_random(embeddings, std):
-    weight = embeddings.Embedding(1000, 64, std=std).weight
+    weight = embeddings.Embedding(1000, 64, std, False).weight  # V, d, std, scale by position
     measured, mean = spread(weight), weight.mean().item()
     assert abs(measured - std) < 0.05 * std, (
         f"expected N(0, {std}^2) numbers, measured std {measured:.4g}"
     )
     assert abs(mean) < 0.05 * std, f"expected mean 0, got {mean:.4g}"
-    differ = not torch.equal(weight[0], weight[1])
-    assert differ, "rows 0 and 1 are identical: identical rows get identical gradients forever"
+    distinct = torch.unique(weight.detach(), dim=0).shape[0]
+    assert distinct == 1000, (
+        f"only {distinct} of the 1000 rows differ: identical rows get identical gradients "
+        "forever (not zeros, not a repeated row: random draws)"
+    )
 
 
-def test_std_none_means_one_over_sqrt_d(embeddings):
-    measured = spread(embeddings.Embedding(2000, 256, std=None).weight)
-    assert abs(measured - 1 / 16) < 0.05 / 16, (
-        f"std=None should mean 1/sqrt(d_model) = 1/16 = 0.0625, measured {measured:.4g}"
+@pytest.mark.parametrize("std", [0.02, None])
+def test_rows_are_normal_draws(embeddings, std):
+    weight = embeddings.Embedding(2000, 64, std=std).weight
+    assert_normal(weight, std or 1 / 8, f"Embedding(2000, 64, std={std}).weight")
+
+
+@pytest.mark.parametrize("d", [256, 16])
+def test_std_none_means_one_over_sqrt_d(embeddings, d):
+    measured = spread(embeddings.Embedding(2000, d, std=None).weight)
+    expected = 1 / math.sqrt(d)
+    assert abs(measured - expected) < 0.05 * expected, (
+        f"std=None should mean 1/sqrt(d_model) = 1/sqrt({d}) = {expected:.4g}, measured "
+        f"{measured:.4g}"
+    )
+
+
+def test_std_zero_means_zeros(embeddings):
+    weight = embeddings.Embedding(10, 4, std=0.0).weight
+    assert not weight.any(), (
+        "std=0.0 is a std (every entry 0), not 'no std': test `self.std is None`, not "
+        f"`self.std or ...`, which treats 0.0 like None; got entries up to {weight.abs().max():.3g}"
     )
 
 
@@ -69,6 +117,14 @@ def test_reset_parameters_refills_in_place(embeddings):
     assert weight.is_leaf and weight.requires_grad and weight.grad_fn is None, (
         "the refill was recorded by autograd: the weight must stay a trainable leaf"
     )
+    wide = embeddings.Embedding(500, 64, std=0.05).double()
+    weight = wide.weight
+    wide.reset_parameters()
+    assert wide.weight is weight and weight.dtype == torch.float64, (
+        f"after .double() and reset_parameters, the weight is {wide.weight.dtype}: refill it in "
+        "place (normal_), which keeps its dtype and device; a new tensor (torch.randn) is float32"
+    )
+    assert abs(spread(weight) - 0.05) < 0.005, "the refilled float64 weight is not N(0, 0.05^2)"
 
 
 def test_scale_output_multiplies_by_sqrt_d(embeddings):
@@ -80,6 +136,30 @@ def test_scale_output_multiplies_by_sqrt_d(embeddings):
     assert torch.equal(scaled(ids), expected), (
         "scale=True multiplies the looked-up rows by sqrt(d_model) = 4, as the original "
         "Transformer did"
+    )
+
+
+@pytest.mark.parametrize("scale", [True, False], ids=["scaled", "unscaled"])
+def test_scale_output_gradient_and_input(embeddings, scale):
+    layer = embeddings.Embedding(20, 16, 0.02, scale)  # V, d, std, scale by position
+    leaf = torch.randn(3, 16, dtype=torch.float64, requires_grad=True)
+    x = leaf.clone()  # as forward gives its rows: tracked by autograd
+    before = x.detach().clone()
+    out = layer.scale_output(x)
+    assert torch.equal(x.detach(), before), (
+        "scale_output changed its input x in place: return a new tensor (x * math.sqrt(...)), "
+        "never x.mul_ or x *= ..."
+    )
+    assert out.dtype == torch.float64, f"scale_output turned float64 rows into {out.dtype}"
+    assert out.requires_grad, (
+        "no gradient can flow through scale_output: its output is cut off from autograd "
+        "(.detach(), .data or torch.no_grad()), so the embedding would never train"
+    )
+    (grad,) = torch.autograd.grad(out.sum(), leaf)
+    factor = 4.0 if scale else 1.0  # sqrt(16), or x as it is
+    assert torch.allclose(grad, torch.full_like(grad, factor)), (
+        f"the gradient of scale_output(x) with respect to x should be {factor:g} everywhere "
+        f"(scale={scale}), got {grad.flatten()[:3].tolist()}..."
     )
 
 
@@ -118,3 +198,29 @@ def test_gpt2_initialisation(gpt2):
                 else ""
             )
         )
+        assert_normal(weight, std, part)
+
+
+def test_untied_head_initialisation(gpt2):
+    config = gpt2.GPT2Config(vocab_size=500, n_ctx=64, d_model=64, n_layers=2, n_heads=4,
+                             tie_weights=False)
+    head = gpt2.GPT2(config).lm_head.weight
+    measured = spread(head)
+    assert abs(measured - 0.02) < 0.002, (
+        f"untied, lm_head is a Linear like the others: N(0, 0.02^2), measured std {measured:.4g} "
+        "(nn.Linear's own default is uniform, std 1/sqrt(3 d_model) = 0.072 here)"
+    )
+    assert_normal(head, 0.02, "the untied lm_head.weight")
+
+
+def test_init_weights_keeps_the_dtype(gpt2):
+    config = gpt2.GPT2Config(vocab_size=500, n_ctx=64, d_model=64, n_layers=2, n_heads=4)
+    model = gpt2.GPT2(config).double()
+    model.init_weights()  # again, after the conversion
+    changed = [name for name, p in model.named_parameters() if p.dtype != torch.float64]
+    assert not changed, (
+        f"after .double() and init_weights(), {changed[0]} is not float64: fill each parameter "
+        "in place (nn.init.normal_, zeros_, ones_), which keeps its dtype; assigning "
+        ".data = torch.randn(...) puts a float32 tensor in its place"
+    )
+    assert abs(spread(model.wte.weight) - 0.02) < 0.002, "wte is not N(0, 0.02^2) after the re-init"

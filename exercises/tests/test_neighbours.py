@@ -12,6 +12,8 @@ import torch.nn.functional as F  # noqa: N812 (PyTorch's usual name)
 
 pytestmark = pytest.mark.neighbours
 
+INTEGER_DTYPES = [torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8]
+
 
 def ranked(E: torch.Tensor, query: torch.Tensor, exclude: list[int], k: int) -> list[int]:
     """The ``k`` rows of ``E`` nearest to ``query`` by cosine, ``exclude`` left out."""
@@ -50,26 +52,144 @@ def test_lengths_cancel(embeddings):
     torch.testing.assert_close(perpendicular, torch.tensor(0.0), msg="perpendicular: 0")
 
 
+def exact_table(V: int, d: int = 16) -> torch.Tensor:
+    """Distinct rows of +-1 (d = 16) times powers of two: every cosine is a multiple of 1/8
+    computed without rounding, so equal cosines are exact ties."""
+    codes = torch.randperm(2**d)[:V]
+    signs = ((codes.unsqueeze(1) >> torch.arange(d)) & 1) * 2.0 - 1.0
+    return signs * 2.0 ** torch.randint(-2, 3, (V, 1))
+
+
+@pytest.mark.parametrize("d", [1, 2], ids=["d=1", "d=2"])
+def test_eps_dtype_and_short_vectors(embeddings, d):
+    a, b = torch.randn(5, d), torch.randn(5, d)
+    torch.testing.assert_close(embeddings.cosine_similarity(a, b),
+                               F.cosine_similarity(a, b, dim=-1),
+                               msg=f"cosines of vectors with d = {d} numbers each")
+    out = embeddings.cosine_similarity(a.double(), b.double())
+    assert out.dtype == torch.float64, (
+        f"float64 inputs should give float64 cosines, got {out.dtype}: no .float()"
+    )
+    short = torch.nn.functional.normalize(torch.randn(4, 3), dim=-1) * torch.tensor(
+        [[0.1], [0.3], [2.0], [0.2]])  # lengths mostly below eps = 0.5
+    other = torch.nn.functional.normalize(torch.randn(4, 3), dim=-1) * torch.tensor(
+        [[0.25], [3.0], [0.4], [1.0]])
+    expected = F.cosine_similarity(short, other, dim=-1, eps=0.5)
+    for out in (embeddings.cosine_similarity(short, other, 0.5),
+                embeddings.cosine_similarity(a=short, b=other, eps=0.5)):
+        torch.testing.assert_close(
+            out, expected,
+            msg="with eps = 0.5, each vector is divided by max(its length, eps), each length on "
+                "its own (not their product): short vectors score less than their cosine. "
+                "Given by position or by name")
+
+
+def test_cosine_similarity_broadcasts(embeddings):
+    a, b = torch.randn(3, 1, 6), torch.randn(1, 4, 6)  # every pair of 3 rows and 4 rows
+    out = embeddings.cosine_similarity(a, b)
+    assert tuple(out.shape) == (3, 4), (
+        f"(3, 1, d) against (1, 4, d) should broadcast to (3, 4), got {tuple(out.shape)}: "
+        "a and b broadcast as in a * b, and only the last dimension is summed away (dim=-1)"
+    )
+    torch.testing.assert_close(out, F.cosine_similarity(a, b, dim=-1))
+    one = embeddings.cosine_similarity(torch.randn(6), torch.randn(6))
+    assert one.dim() == 0, f"two vectors (d,) give one number, shape (); got {tuple(one.shape)}"
+
+
 def test_a_zero_vector_scores_zero_not_nan(embeddings):
     out = embeddings.cosine_similarity(torch.zeros(4), torch.randn(4))
     assert not torch.isnan(out), (
         "expected 0 for a zero vector, got nan: 0 / 0. Clamp the lengths from below by eps"
     )
     assert out.item() == 0.0, f"expected 0 for a zero vector, got {out.item()}"
+    E = torch.randn(8, 4)
+    E[5] = 0.0
+    for query in (5, torch.zeros(4)):  # a zero row as the token, a zero query vector
+        _, sims = embeddings.cosine_neighbours(E, query, 3)
+        assert not torch.isnan(sims).any() and bool((sims == 0).all()), (
+            f"every row scores 0 against a zero query, never nan; got {sims.tolist()}"
+        )
 
 
-def test_neighbours_rank_by_cosine_and_leave_out_the_token(embeddings):
+@pytest.mark.parametrize("k", [1, 5, 29], ids=["k=1", "k=5", "k=29 (every other row)"])
+def test_neighbours_rank_by_cosine_and_leave_out_the_token(embeddings, k):
     E = torch.randn(30, 8)
-    ids, sims = embeddings.cosine_neighbours(E, 7, k=5)
-    expected = ranked(E, E[7], exclude=[7], k=5)
-    assert ids.dtype == torch.long and tuple(ids.shape) == (5,), (
-        f"expected ids as a LongTensor of shape (5,), got {ids.dtype} {tuple(ids.shape)}"
+    ids, sims = embeddings.cosine_neighbours(E, 7, k)
+    by_name = embeddings.cosine_neighbours(E=E, token=7, k=k)  # the stub's parameter names
+    assert torch.equal(by_name[0], ids), "called by name, cosine_neighbours should answer alike"
+    expected = ranked(E, E[7], exclude=[7], k=k)
+    assert ids.dtype == torch.long and tuple(ids.shape) == (k,), (
+        f"expected ids as a LongTensor of shape ({k},), got {ids.dtype} {tuple(ids.shape)}"
     )
     assert 7 not in ids.tolist(), "token 7 is its own nearest row: leave it out of its neighbours"
     assert ids.tolist() == expected, (
-        f"expected the 5 nearest rows, most similar first: {expected}; got {ids.tolist()}"
+        f"expected the {k} nearest rows, most similar first: {expected}; got {ids.tolist()}"
     )
     torch.testing.assert_close(sims, F.cosine_similarity(E[expected], E[7].unsqueeze(0), dim=-1))
+
+
+@pytest.mark.parametrize("dtype", INTEGER_DTYPES, ids=str)
+def test_a_token_may_be_a_0d_integer_tensor(embeddings, dtype):
+    E = torch.randn(20, 6)
+    ids, _ = embeddings.cosine_neighbours(E, torch.tensor(3, dtype=dtype), 4)
+    assert ids.tolist() == ranked(E, E[3], exclude=[3], k=4), (
+        f"torch.tensor(3, dtype={dtype}) is row index 3, like the int: take int(token) (used "
+        "as an index as it is, a uint8 tensor reads as a mask)"
+    )
+
+
+def test_k_from_one_to_the_rows_that_may_be_returned(embeddings):
+    E = torch.randn(9, 4)
+    paths = {  # what may be returned: every row but the token's; every row; all but a, b, c
+        "token 2": (lambda k: embeddings.cosine_neighbours(E, 2, k), 8),
+        "a query vector": (lambda k: embeddings.cosine_neighbours(E, torch.randn(4), k), 9),
+        "analogy(E, 0, 1, 2)": (lambda k: embeddings.analogy(E, 0, 1, 2, k=k), 6),
+        "analogy(..., exclude_inputs=False)": (
+            lambda k: embeddings.analogy(E, 0, 1, 2, k=k, exclude_inputs=False), 9),
+    }
+    for path, (search, rows) in paths.items():
+        ids, _ = search(rows)  # k = every row that may be returned: all of them
+        assert len(set(ids.tolist())) == rows, f"{path}, k={rows}: expected all {rows} rows"
+        for k in (0, rows + 1):
+            try:
+                search(k)
+            except ValueError:
+                continue
+            pytest.fail(f"{path}, k={k}: expected a ValueError, k goes from 1 to {rows}, the "
+                        "number of rows that may be returned")
+
+
+def test_ties_go_to_the_smaller_id(embeddings):
+    E = exact_table(24)
+    E[17] = E[4]  # a copy: rows 4 and 17 tie at cosine 1 against a query equal to either
+    for k in (1, 2, 10):
+        ids, _ = embeddings.cosine_neighbours(E, E[4].clone(), k)
+        assert ids.tolist() == ranked(E, E[4], exclude=[], k=k), (
+            f"query vector, k={k}: rows with equal cosines come in ascending id order (a stable "
+            "descending sort), so 4 before 17, and so on at the cut-off"
+        )
+        ids, _ = embeddings.cosine_neighbours(E, 9, k)
+        assert ids.tolist() == ranked(E, E[9], exclude=[9], k=k), f"token 9, k={k}: ties"
+    E[2] = E[11] + E[0] - E[1]  # analogy(E, 0, 2, 1) searches near E[11] exactly
+    for k in (3, 12):
+        ids, _ = embeddings.analogy(E, 0, 2, 1, k=k)
+        assert ids.tolist() == ranked(E, E[11], exclude=[0, 1, 2], k=k), (
+            f"analogy, k={k}: ties go to the smaller id here too"
+        )
+
+
+def test_inputs_are_left_unchanged(embeddings):
+    E, a, b = torch.randn(10, 4), torch.randn(3, 4), torch.randn(3, 4)
+    kept = E.clone(), a.clone(), b.clone()
+    embeddings.cosine_similarity(a, b)
+    embeddings.cosine_neighbours(E, 3, 2)
+    embeddings.cosine_neighbours(E, torch.randn(4), 2)
+    embeddings.analogy(E, 1, 2, 3, k=2)
+    for name, now, before in zip(("E", "a", "b"), (E, a, b), kept, strict=True):
+        assert torch.equal(now, before), (
+            f"{name} changed: work on new tensors (x = x / n), never in place on an argument "
+            "(x /= n; q = E[b]; q -= E[a] changes row b of E, a view)"
+        )
 
 
 def test_a_copy_of_the_token_still_counts(embeddings):
@@ -116,6 +236,20 @@ def test_analogy_needs_the_exclusion(embeddings):
     assert got == "king", (
         f"without exclude_inputs the nearest row to king - man + woman is king itself here, "
         f"got {got}: leave a, b and c out only when exclude_inputs is true"
+    )
+
+
+def test_analogy_by_position_and_by_name(embeddings):
+    E = torch.randn(15, 5)
+    ids, _ = embeddings.analogy(E, 0, 1, 2)
+    assert tuple(ids.shape) == (1,), f"k is 1 unless given; got {tuple(ids.shape)}"
+    by_name, _ = embeddings.analogy(E=E, a=0, b=1, c=2, k=4, exclude_inputs=False)
+    positional, _ = embeddings.analogy(E, 0, 1, 2, 4, False)
+    expected = ranked(E, E[1] - E[0] + E[2], exclude=[], k=4)
+    assert by_name.tolist() == expected and positional.tolist() == expected, (
+        f"analogy(E, a, b, c, k, exclude_inputs) by name gave {by_name.tolist()} and "
+        f"positionally {positional.tolist()}, expected {expected}: keep the stub's parameter "
+        "names and order"
     )
 
 

@@ -5,6 +5,10 @@ The references are GPT-2's published sizes and a model built from PyTorch's own 
 
 from __future__ import annotations
 
+import dataclasses
+import math
+import operator
+
 import pytest
 import torch
 from torch import nn
@@ -82,27 +86,96 @@ def test_every_part_matches_pytorchs_layers(params, V, d, N, n_ctx, tied):
 
 def test_the_table_is_a_large_share_of_a_small_model(params):
     small = params.count_params(**shape(params, "gpt2"))
-    assert abs(small.embedding_share - 38_597_376 / 124_439_808) < 1e-12, (
+    share = float(small.embedding_share)  # a float; from counts in tensors, a float32 one
+    assert math.isclose(share, 38_597_376 / 124_439_808, rel_tol=1e-6), (
         f"GPT-2 small's table is 38,597,376 of 124,439,808 parameters (31%), "
         f"got a share of {small.embedding_share}"
     )
-    shares = [params.count_params(**shape(params, p)).embedding_share for p in PUBLISHED]
+    shares = [float(params.count_params(**shape(params, p)).embedding_share) for p in PUBLISHED]
     assert shares == sorted(shares, reverse=True), (
         f"the table grows with V x d, the blocks with N x d^2, so its share should shrink from "
         f"GPT-2 small to XL; got {[round(s, 3) for s in shares]}"
     )
 
 
+def test_arguments_by_position_or_by_name(params):
+    V, d, N, n_ctx = 97, 24, 3, 16  # four different sizes, so two swapped arguments show
+    expected = pytorch_counts(V, d, N, n_ctx, tied=False)
+    calls = {
+        f"count_params({V}, {d}, {N}, {n_ctx}, False)": params.count_params(V, d, N, n_ctx, False),
+        f"count_params(vocab_size={V}, d_model={d}, n_layers={N}, n_ctx={n_ctx}, tied=False)":
+            params.count_params(vocab_size=V, d_model=d, n_layers=N, n_ctx=n_ctx, tied=False),
+    }
+    for call, count in calls.items():
+        assert count.total == expected["total"], (
+            f"{call} gives a total of {count.total:,}, expected {expected['total']:,}: keep the "
+            "stub's signature, count_params(vocab_size, d_model, n_layers, n_ctx, tied=True), "
+            "in that order, so that both calls work"
+        )
+
+
+@pytest.mark.parametrize("tied", [True, False], ids=["tied", "untied"])
+def test_counts_are_whole_numbers(params, tied):
+    count = params.count_params(50257, 768, 12, 1024, tied)
+    for field in dataclasses.fields(count):
+        value = getattr(count, field.name)
+        try:
+            operator.index(value)  # an int; numpy's integers pass too
+        except TypeError:
+            pytest.fail(
+                f"{field.name} is {value!r}, a {type(value).__name__}: a parameter count is a "
+                "whole number (an int), never a float. A / makes a float even when it divides "
+                "exactly: keep to +, * and //"
+            )
+
+
+def test_embedding_share_of_any_count(params):
+    count = params.ParamCount(token_embedding=300, position_embedding=100, attention=400, mlp=150,
+                              layer_norms=20, final_norm=10, lm_head=20, total=1000)
+    share = count.embedding_share
+    assert isinstance(share, float) and math.isclose(share, 0.3), (
+        "embedding_share is token_embedding / total, as a fraction: 300 / 1000 = 0.3 for this "
+        f"ParamCount (filled in by hand, not by count_params); got {share!r}"
+    )
+
+
 def test_memory_bytes(params):
     count = params.count_params(**shape(params, "gpt2"))
     n = 124_439_808
-    for dtype, size in (("fp32", 4), ("fp16", 2), ("bf16", 2), (torch.float16, 2)):
-        assert count.memory_bytes(dtype) == size * n, (
-            f"{dtype}: {size} bytes per parameter, so {size * n:,} bytes; "
-            f"got {count.memory_bytes(dtype)!r}"
+    sizes = {"fp32": 4, "fp16": 2, "bf16": 2, torch.float32: 4, torch.float16: 2,
+             torch.bfloat16: 2}
+    calls = {f"memory_bytes({dtype!r})": (lambda dtype=dtype: count.memory_bytes(dtype), size)
+             for dtype, size in sizes.items()}
+    calls["memory_bytes()"] = (count.memory_bytes, 4)  # the default is fp32
+    calls["memory_bytes(dtype='fp16')"] = (lambda: count.memory_bytes(dtype="fp16"), 2)
+    for call, (memory, size) in calls.items():
+        got = memory()
+        assert got == size * n, (
+            f"{call}: {size} bytes per parameter, so {size * n:,} bytes; got {got!r}"
         )
+        try:
+            operator.index(got)  # an int; numpy's integers pass too
+        except TypeError:
+            pytest.fail(f"{call} is {got!r}, a {type(got).__name__}: bytes are a whole number "
+                        "(an int); use // rather than /")
+
+
+@pytest.mark.parametrize("dtype", ["int3", "fp12", torch.float64, torch.int8])
+def test_unknown_dtype_is_refused(params, dtype):
+    count = params.count_params(**shape(params, "gpt2"))
     try:
-        count.memory_bytes("int3")
-    except ValueError:
-        return
-    pytest.fail("memory_bytes('int3') should raise a ValueError listing the dtypes understood")
+        got = count.memory_bytes(dtype)
+    except ValueError as error:
+        message = str(error)
+    except Exception as error:  # noqa: BLE001 - any other exception is the mistake shown
+        pytest.fail(f"memory_bytes({dtype!r}) raised {type(error).__name__}: {error}; it should "
+                    "raise ValueError, the exception for a bad argument value")
+    else:
+        pytest.fail(f"memory_bytes({dtype!r}) returned {got!r}: it should raise ValueError, as "
+                    "it knows only fp32, fp16 and bf16 (as strings or torch's float32, float16 "
+                    "and bfloat16)")
+    missing = [known for known in ("fp32", "fp16", "bf16") if known not in message]
+    assert not missing, (
+        f"memory_bytes({dtype!r}) raised ValueError({message!r}): the message should list the "
+        "dtypes it understands (fp32, fp16, bf16), so that the caller can fix the call"
+    )

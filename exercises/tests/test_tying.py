@@ -5,6 +5,8 @@ Chapter: "Weight tying with the output layer". Checked on a tiny GPT-2 against i
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F  # noqa: N812 (PyTorch's usual name)
@@ -21,16 +23,54 @@ def tiny(gpt2, tie: bool):
     return gpt2.GPT2(config)
 
 
-def test_tied_head_is_the_same_parameter(gpt2):
-    model = tiny(gpt2, tie=True)
+#: What a tie is (the line itself is yours to write).
+TIE = "lm_head's weight must be the Parameter object that wte holds, assigned, not copied"
+
+
+def not_tied(model) -> str | None:
+    """Why ``model``'s lm_head.weight is not wte.weight itself, or None if it is."""
     head, table = model.lm_head.weight, model.wte.weight
-    same = head is table  # compared first, so a failure does not print two 37 x 16 tensors
-    copy = tuple(head.shape) == tuple(table.shape) and torch.equal(head, table)
-    assert same, (
-        "your tied head is a copy, not the same Parameter: lm_head.weight must be wte.weight "
-        "itself, so both jobs train one matrix"
-        if copy
-        else "tied, lm_head.weight must be wte.weight itself (one matrix for both jobs)"
+    if head is table:
+        return None
+    if tuple(head.shape) == (D, V):
+        return ("lm_head.weight is the table transposed, (d, V): nn.Linear stores its weight "
+                f"as (V, d), the table's own layout, so the tie needs no transpose: {TIE}")
+    if tuple(head.shape) == tuple(table.shape) and torch.equal(head, table):
+        return ("your tied head is a copy, not the same Parameter: lm_head.weight must be "
+                f"wte.weight itself, so both jobs train one matrix: {TIE}")
+    return f"tied, lm_head.weight must be wte.weight itself (one matrix for both jobs): {TIE}"
+
+
+def test_tied_head_is_the_same_parameter(gpt2):
+    problem = not_tied(tiny(gpt2, tie=True))  # not `assert a is b`: no two 37 x 16 tensors
+    assert problem is None, problem
+
+
+def test_the_tie_keeps_the_embeddings_matrix(gpt2):
+    model = tiny(gpt2, tie=False)
+    table, head = torch.randn(V, D) * 0.02, torch.randn(V, D) * 0.02  # GPT-2's initial spread
+    model.wte.weight.data.copy_(table)  # .data: filled by hand, not recorded by autograd
+    model.lm_head.weight.data.copy_(head)
+    model.config.tie_weights = True  # tie_weights reads the config when it is called
+    model.tie_weights()
+    problem = not_tied(model)
+    assert problem is None, f"after tie_weights() with config.tie_weights=True: {problem}"
+    kept = model.wte.weight.detach()
+    assert not torch.equal(kept, head), (
+        "tied in the wrong direction: both layers now hold the output layer's matrix. "
+        "self.wte.weight = self.lm_head.weight throws away the embedding's matrix (and its "
+        f"initialisation); the embedding's matrix is the one kept: {TIE}"
+    )
+    assert torch.equal(kept, table), (
+        "the tie changed the embedding's numbers (rescaled or redrawn): tie the Parameter "
+        f"exactly as it is, {TIE}"
+    )
+    ids = torch.randint(0, V, (8, 8))
+    logits = model(ids).detach()  # (8, 8, V)
+    loss = F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten()).item()
+    assert abs(loss - math.log(V)) < 0.25, (
+        f"an untrained tied model should predict about uniformly: next-token loss ln V = "
+        f"{math.log(V):.3f} on random ids, got {loss:.3f}"
     )
 
 
@@ -74,6 +114,15 @@ def test_the_tie_survives_to_and_a_state_dict_round_trip(gpt2):
     assert tied, "after load_state_dict, lm_head.weight should still be wte.weight itself"
     loaded = torch.equal(fresh.lm_head.weight, model.wte.weight)
     assert loaded, "the loaded table differs from the saved one"
+    # A checkpoint that stores the shared matrix once, as wte.weight: the head follows it.
+    once = {k: v for k, v in model.state_dict().items() if k != "lm_head.weight"}
+    once["wte.weight"] = torch.randn(V, D, dtype=torch.float64)
+    fresh.load_state_dict(once, strict=False)
+    follows = torch.equal(fresh.lm_head.weight, once["wte.weight"])
+    assert follows, (
+        "after loading a checkpoint whose only copy of the shared matrix is wte.weight, "
+        "lm_head.weight should hold it too: one Parameter, loaded once"
+    )
 
 
 def test_every_row_gets_gradient_from_the_output_side(gpt2):

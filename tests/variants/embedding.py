@@ -212,6 +212,38 @@ CORRECT = {
                 print("the lookup matches F.embedding")
         ''',
     },
+    # Range checks that read the ids' values, with no special case for the meta device: the
+    # meta pass must answer those reads (tests/test_meta_pass.py grades these both ways).
+    "a natural range check that reads the ids' values": {
+        "embeddings:check_ids": '''
+            def check_ids(ids, vocab_size):
+                if not isinstance(ids, torch.Tensor):
+                    raise TypeError(f"token ids must be a tensor, got {type(ids).__name__}")
+                if ids.dtype == torch.bool or ids.is_floating_point() or ids.is_complex():
+                    raise TypeError(f"token ids must be integers, got {ids.dtype}")
+                bad = (ids < 0) | (ids >= vocab_size)
+                if bad.any():
+                    raise IndexError(f"token id {int(ids[bad][0])} is outside [0, {vocab_size})")
+        ''',
+    },
+    "the ids read as a Python list, looked up with index_select": {
+        "embeddings:check_ids": '''
+            def check_ids(ids, vocab_size):
+                if not isinstance(ids, torch.Tensor) or ids.dtype not in (
+                        torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64):
+                    raise TypeError("token ids must be a tensor of integers")
+                for token in ids.reshape(-1).tolist():
+                    if not 0 <= token < vocab_size:
+                        raise IndexError(f"id {token} is not in [0, {vocab_size})")
+        ''',
+        "embeddings:Embedding.forward": '''
+            def forward(self, ids):
+                check_ids(ids, self.vocab_size)
+                flat = ids.reshape(-1).to(device=self.weight.device, dtype=torch.long)
+                rows = torch.index_select(self.weight, 0, flat)
+                return self.scale_output(rows.reshape(ids.shape + (self.d_model,)))
+        ''',
+    },
 }
 
 MISTAKES = {
@@ -349,5 +381,142 @@ MISTAKES = {
                 return self.scale_output(self.weight[ids.long()])
         '''},
         "test_no_builtin_embedding", "import threading",
+    ),
+    "a natural range check, then a hard-coded cpu": (
+        {"embeddings:check_ids": CORRECT["a natural range check that reads the ids' values"][
+            "embeddings:check_ids"],
+         "embeddings:Embedding.forward": '''
+            def forward(self, ids):
+                check_ids(ids, self.vocab_size)
+                return self.scale_output(self.weight.cpu()[ids.cpu().long()])
+        '''},
+        "test_meta_device_and_dtypes", "hard-coded",
+    ),
+    "nn.Embedding's argument names (num_embeddings, embedding_dim)": (
+        {"embeddings:Embedding.__init__": '''
+            def __init__(self, num_embeddings, embedding_dim, std=0.02, scale=False):
+                super().__init__()
+                self.vocab_size, self.d_model, self.std, self.scale = (
+                    num_embeddings, embedding_dim, std, scale)
+                self.weight = nn.Parameter(torch.empty(num_embeddings, embedding_dim))
+                self.reset_parameters()
+        '''},
+        "test_weight_is_a_parameter", "by name",
+    ),
+    "plain weight[ids] (int16 refused, uint8 read as a mask)": (
+        {"embeddings:Embedding.forward": '''
+            def forward(self, ids):
+                check_ids(ids, self.vocab_size)
+                return self.scale_output(self.weight[ids])
+        '''},
+        "test_integer_dtypes_accepted", "mask",
+    ),
+    "int8 ids refused": (
+        {"embeddings:check_ids": '''
+            def check_ids(ids, vocab_size):
+                if not isinstance(ids, torch.Tensor) or ids.dtype not in (
+                        torch.uint8, torch.int16, torch.int32, torch.int64):
+                    raise TypeError(f"token ids must be integers, got {ids.dtype}")
+                wide = ids.long()
+                bad = (wide < 0) | (wide >= vocab_size)
+                if ids.device.type != "meta" and bool(bad.any()):
+                    raise IndexError(f"token id {int(wide[bad][0])} is outside [0, {vocab_size})")
+        '''},
+        "test_integer_dtypes_accepted", "torch.int8",
+    ),
+    "ids.view(-1) (non-contiguous ids refused)": (
+        {"embeddings:Embedding.forward": '''
+            def forward(self, ids):
+                check_ids(ids, self.vocab_size)
+                flat = ids.view(-1).long()
+                rows = self.weight.index_select(0, flat)
+                return self.scale_output(rows.view(*ids.shape, self.d_model))
+        '''},
+        "test_integer_dtypes_accepted", "non-contiguous",
+    ),
+    "the caller's ids changed in place (unsqueeze_)": (
+        {"embeddings:Embedding.forward": '''
+            def forward(self, ids):
+                check_ids(ids, self.vocab_size)
+                shape = ids.shape
+                index = ids.long().unsqueeze_(-1)  # .long() of int64 ids is the caller's tensor
+                rows = self.weight.gather(0, index.reshape(-1, 1).expand(-1, self.d_model))
+                return self.scale_output(rows.view(*shape, self.d_model))
+        '''},
+        "test_lookup_every_shape", "changed the ids",
+    ),
+    "a list of ids raises AttributeError": (
+        {"embeddings:check_ids": '''
+            def check_ids(ids, vocab_size):
+                if ids.dtype == torch.bool or ids.is_floating_point() or ids.is_complex():
+                    raise TypeError(f"token ids must be integers, got {ids.dtype}")
+                wide = ids.long()
+                bad = (wide < 0) | (wide >= vocab_size)
+                if ids.device.type != "meta" and bool(bad.any()):
+                    raise IndexError(f"token id {int(wide[bad][0])} is outside [0, {vocab_size})")
+        '''},
+        "test_non_integer_ids_are_refused", "not a tensor",
+    ),
+    "complex ids accepted": (
+        {"embeddings:check_ids": '''
+            def check_ids(ids, vocab_size):
+                if not isinstance(ids, torch.Tensor):
+                    raise TypeError("token ids must be a tensor")
+                if ids.dtype == torch.bool or ids.is_floating_point():
+                    raise TypeError(f"token ids must be integers, got {ids.dtype}")
+                wide = ids.long()
+                bad = (wide < 0) | (wide >= vocab_size)
+                if ids.device.type != "meta" and bool(bad.any()):
+                    raise IndexError(f"token id {int(wide[bad][0])} is outside [0, {vocab_size})")
+        '''},
+        "test_non_integer_ids_are_refused", "complex",
+    ),
+    "float16 ids accepted (only float32 and float64 refused)": (
+        {"embeddings:check_ids": '''
+            def check_ids(ids, vocab_size):
+                if not isinstance(ids, torch.Tensor):
+                    raise TypeError("token ids must be a tensor")
+                if ids.dtype in (torch.bool, torch.float32, torch.float64) or ids.is_complex():
+                    raise TypeError(f"token ids must be integers, got {ids.dtype}")
+                wide = ids.long()
+                bad = (wide < 0) | (wide >= vocab_size)
+                if ids.device.type != "meta" and bool(bad.any()):
+                    raise IndexError(f"token id {int(wide[bad][0])} is outside [0, {vocab_size})")
+        '''},
+        "test_non_integer_ids_are_refused", "float16",
+    ),
+    "check_ids' vocab_size renamed (V)": (
+        {"embeddings:check_ids": '''
+            def check_ids(ids, V):
+                if not isinstance(ids, torch.Tensor):
+                    raise TypeError("token ids must be a tensor")
+                if ids.dtype == torch.bool or ids.is_floating_point() or ids.is_complex():
+                    raise TypeError(f"token ids must be integers, got {ids.dtype}")
+                wide = ids.long()
+                bad = (wide < 0) | (wide >= V)
+                if ids.device.type != "meta" and bool(bad.any()):
+                    raise IndexError(f"token id {int(wide[bad][0])} is outside [0, {V})")
+        '''},
+        "test_out_of_range_ids_are_refused", "by name",
+    ),
+    "the range check in forward, none in check_ids": (
+        {"embeddings:check_ids": '''
+            def check_ids(ids, vocab_size):
+                if not isinstance(ids, torch.Tensor):
+                    raise TypeError("token ids must be a tensor")
+                if ids.dtype == torch.bool or ids.is_floating_point() or ids.is_complex():
+                    raise TypeError(f"token ids must be integers, got {ids.dtype}")
+        ''',
+         "embeddings:Embedding.forward": '''
+            def forward(self, ids):
+                check_ids(ids, self.vocab_size)
+                wide = ids.long()
+                bad = (wide < 0) | (wide >= self.vocab_size)
+                if ids.device.type != "meta" and bool(bad.any()):
+                    raise IndexError(f"token id {int(wide[bad][0])} is outside "
+                                     f"[0, {self.vocab_size})")
+                return self.scale_output(self.weight[wide])
+        '''},
+        "test_out_of_range_ids_are_refused", "check_ids(",
     ),
 }

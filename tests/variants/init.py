@@ -291,4 +291,110 @@ MISTAKES = {
         '''},
         "test_gpt2_biases_and_layernorm", "LayerNorm starts as the identity",
     ),
+    "uniform draws with the right std": (
+        {"embeddings:Embedding.reset_parameters": '''
+            def reset_parameters(self):
+                std = self.std if self.std is not None else 1 / math.sqrt(self.d_model)
+                bound = std * math.sqrt(3)  # U(-a, a) has std a / sqrt(3)
+                with torch.no_grad():
+                    self.weight.uniform_(-bound, bound)
+        '''},
+        "test_reset_parameters_uses_std", "not normally distributed",
+    ),
+    "every entry +-std, random signs": (
+        {"embeddings:Embedding.reset_parameters": '''
+            def reset_parameters(self):
+                std = self.std if self.std is not None else 1 / math.sqrt(self.d_model)
+                signs = torch.randint(0, 2, self.weight.shape) * 2 - 1
+                with torch.no_grad():
+                    self.weight.copy_(signs * std)
+        '''},
+        "test_reset_parameters_uses_std", "not normally distributed",
+    ),
+    "reset puts a new float32 tensor in .data": (
+        {"embeddings:Embedding.reset_parameters": '''
+            def reset_parameters(self):
+                std = self.std if self.std is not None else 1 / math.sqrt(self.d_model)
+                self.weight.data = torch.randn(self.vocab_size, self.d_model) * std
+        '''},
+        "test_reset_refills_in_place", "no longer float64",
+    ),
+    "scale_output cut off from autograd (detach)": (
+        {"embeddings:Embedding.scale_output": '''
+            def scale_output(self, x):
+                if not self.scale:
+                    return x
+                return x.detach() * math.sqrt(self.d_model)
+        '''},
+        "test_scale_output", "no gradient reaches x",
+    ),
+    "scale_output in place (x.mul_)": (
+        {"embeddings:Embedding.scale_output": '''
+            def scale_output(self, x):
+                if self.scale:
+                    x.mul_(math.sqrt(self.d_model))
+                return x
+        '''},
+        "test_scale_output", "changed its input x in place",
+    ),
+    "expected_dot_std's parameters renamed": (
+        {"embeddings:expected_dot_std": '''
+            def expected_dot_std(sigma, d):
+                return sigma**2 * math.sqrt(d)
+        '''},
+        "test_expected_dot_std", "expected_dot_std(std, d_model)",
+    ),
+    "init over the blocks only: lm_head left at nn.Linear's default": (
+        {"gpt2:GPT2.init_weights": '''
+            def init_weights(self):
+                residual = 0.02 / math.sqrt(2 * self.config.n_layers)
+                for block in self.blocks:
+                    for name, module in block.named_modules():
+                        if isinstance(module, nn.Linear):
+                            std = residual if name.endswith("c_proj") else 0.02
+                            nn.init.normal_(module.weight, 0.0, std)
+                            nn.init.zeros_(module.bias)
+                nn.init.normal_(self.wte.weight, 0.0, 0.02)
+                nn.init.normal_(self.wpe.weight, 0.0, 0.01)
+        '''},
+        "test_gpt2_weight_stds", "lm_head.weight from N(0, 0.02^2) too",
+    ),
+    "init_weights with uniform draws of GPT-2's stds": (
+        {"gpt2:GPT2.init_weights": '''
+            def init_weights(self):
+                def uniform(weight, std):
+                    nn.init.uniform_(weight, -std * math.sqrt(3), std * math.sqrt(3))
+
+                residual = 0.02 / math.sqrt(2 * self.config.n_layers)
+                for name, module in self.named_modules():
+                    if isinstance(module, nn.Linear):
+                        uniform(module.weight, residual if name.endswith("c_proj") else 0.02)
+                        if module.bias is not None:
+                            nn.init.zeros_(module.bias)
+                    elif isinstance(module, nn.LayerNorm):
+                        nn.init.ones_(module.weight)
+                        nn.init.zeros_(module.bias)
+                uniform(self.wte.weight, 0.02)
+                uniform(self.wpe.weight, 0.01)
+        '''},
+        "test_gpt2_weight_stds", "not normally distributed",
+    ),
+    "init_weights puts new float32 tensors in .data": (
+        {"gpt2:GPT2.init_weights": '''
+            def init_weights(self):
+                residual = 0.02 / math.sqrt(2 * self.config.n_layers)
+                for name, module in self.named_modules():
+                    if isinstance(module, nn.Linear):
+                        std = residual if name.endswith("c_proj") else 0.02
+                        module.weight.data = torch.randn(module.weight.shape) * std
+                        if module.bias is not None:
+                            module.bias.data = torch.zeros(module.bias.shape)
+                    elif isinstance(module, nn.LayerNorm):
+                        nn.init.ones_(module.weight)
+                        nn.init.zeros_(module.bias)
+                self.wte.weight.data = torch.randn(self.wte.weight.shape) * 0.02
+                self.wpe.weight.data = torch.randn(self.wpe.weight.shape) * 0.01
+        '''},
+        "test_gpt2_weight_stds", "is torch.float32 afterwards",
+    ),
 }

@@ -80,6 +80,27 @@ CORRECT = {
                 return tied[order], sims[tied[order]]
         ''',
     },
+    "vector_norm and maximum, .item() for a 0-d token, the query as (b + c) - a": {
+        "embeddings:cosine_similarity": '''
+            def cosine_similarity(a, b, eps=1e-8):
+                na = torch.linalg.vector_norm(a, dim=-1, keepdim=True)
+                nb = torch.linalg.vector_norm(b, dim=-1, keepdim=True)
+                floor = torch.tensor(eps, dtype=na.dtype, device=na.device)
+                return ((a / torch.maximum(na, floor)) * (b / torch.maximum(nb, floor))).sum(-1)
+        ''',
+        "embeddings:cosine_neighbours": '''
+            def cosine_neighbours(E, token, k):
+                if isinstance(token, torch.Tensor) and token.dim() == 1:
+                    return _top_k(E, token.to(E.device, E.dtype), k, [])
+                index = token.item() if isinstance(token, torch.Tensor) else token
+                return _top_k(E, E[index], k, [index])
+        ''',
+        "embeddings:analogy": '''
+            def analogy(E, a, b, c, k=1, exclude_inputs=True):
+                query = torch.add(E[b], E[c]).sub(E[a])
+                return _top_k(E, query, k, [a, b, c] if exclude_inputs else [])
+        ''',
+    },
 }
 
 MISTAKES = {
@@ -184,5 +205,122 @@ MISTAKES = {
                 return _top_k(E, E[a] - E[b] + E[c], k, exclude)
         '''},
         "test_analogy_direction", "E[b] - E[a] + E[c]",
+    ),
+    "eps ignored (always 1e-8)": (
+        {"embeddings:cosine_similarity": '''
+            def cosine_similarity(a, b, eps=1e-8):
+                a = a / a.norm(dim=-1, keepdim=True).clamp_min(1e-8)
+                b = b / b.norm(dim=-1, keepdim=True).clamp_min(1e-8)
+                return (a * b).sum(dim=-1)
+        '''},
+        "test_cosine_similarity_values", "eps",
+    ),
+    "eps clamps the product of the lengths": (
+        {"embeddings:cosine_similarity": '''
+            def cosine_similarity(a, b, eps=1e-8):
+                lengths = a.norm(dim=-1) * b.norm(dim=-1)
+                return (a * b).sum(dim=-1) / lengths.clamp_min(eps)
+        '''},
+        "test_cosine_similarity_values", "each length",
+    ),
+    "cosine in float32 whatever the inputs": (
+        {"embeddings:cosine_similarity": '''
+            def cosine_similarity(a, b, eps=1e-8):
+                a, b = a.float(), b.float()
+                a = a / a.norm(dim=-1, keepdim=True).clamp_min(eps)
+                b = b / b.norm(dim=-1, keepdim=True).clamp_min(eps)
+                return (a * b).sum(dim=-1)
+        '''},
+        "test_cosine_similarity_values", "float64",
+    ),
+    "cosine_similarity divides its inputs in place": (
+        {"embeddings:cosine_similarity": '''
+            def cosine_similarity(a, b, eps=1e-8):
+                a /= a.norm(dim=-1, keepdim=True).clamp_min(eps)
+                b = b / b.norm(dim=-1, keepdim=True).clamp_min(eps)
+                return (a * b).sum(dim=-1)
+        '''},
+        "test_inputs_are_left_unchanged", "changed",
+    ),
+    "analogy builds its query in place, in E[b]": (
+        {"embeddings:analogy": '''
+            def analogy(E, a, b, c, k=1, exclude_inputs=True):
+                query = E[b]  # a view of row b: the in-place steps below change E
+                query -= E[a]
+                query += E[c]
+                return _top_k(E, query.clone(), k, [a, b, c] if exclude_inputs else [])
+        '''},
+        "test_inputs_are_left_unchanged", "changed",
+    ),
+    "a 0-d token tensor used as an index as it is (uint8 reads as a mask)": (
+        {"embeddings:cosine_neighbours": '''
+            def cosine_neighbours(E, token, k):
+                if isinstance(token, torch.Tensor) and token.dim() == 1:
+                    return _top_k(E, token.to(E.device, E.dtype), k, [])
+                return _top_k(E, E[token], k, [token])
+        '''},
+        "test_neighbours_match_reference", "int(token)",
+    ),
+    "cosine_neighbours' token renamed (query)": (
+        {"embeddings:cosine_neighbours": '''
+            def cosine_neighbours(E, query, k):
+                if isinstance(query, torch.Tensor) and query.dim() == 1:
+                    return _top_k(E, query.to(E.device, E.dtype), k, [])
+                return _top_k(E, E[int(query)], k, [int(query)])
+        '''},
+        "test_neighbours_match_reference", "by name",
+    ),
+    "k = all the rows that may be returned, refused": (
+        {"embeddings:_top_k": '''
+            def _top_k(E, query, k, exclude):
+                if not 1 <= k < E.shape[0] - len(set(exclude)):
+                    raise ValueError(f"k={k} is not from 1 to the rows that may be returned")
+                sims = cosine_similarity(E, query)
+                sims[list(exclude)] = -math.inf
+                order = torch.sort(sims, descending=True, stable=True).indices[:k]
+                return order, sims[order]
+        '''},
+        "test_k_out_of_range_refused", "may be returned",
+    ),
+    "k checked as if one row were always excluded": (
+        {"embeddings:_top_k": '''
+            def _top_k(E, query, k, exclude):
+                if not 1 <= k <= E.shape[0] - 1:
+                    raise ValueError(f"k={k} is not from 1 to the rows that may be returned")
+                sims = cosine_similarity(E, query)
+                sims[list(exclude)] = -math.inf
+                order = torch.sort(sims, descending=True, stable=True).indices[:k]
+                return order, sims[order]
+        '''},
+        "test_k_out_of_range_refused", "may be returned",
+    ),
+    "ties reversed for a query vector": (
+        {"embeddings:cosine_neighbours": '''
+            def cosine_neighbours(E, token, k):
+                if isinstance(token, torch.Tensor) and token.dim() == 1:
+                    sims = cosine_similarity(E, token.to(E.device, E.dtype))
+                    order = torch.sort(sims, stable=True).indices.flip(0)[:k]  # ties reversed
+                    return order, sims[order]
+                return _top_k(E, E[int(token)], k, [int(token)])
+        '''},
+        "test_ties_go_to_smaller_id", "smaller id",
+    ),
+    "ties reversed in the analogy": (
+        {"embeddings:analogy": '''
+            def analogy(E, a, b, c, k=1, exclude_inputs=True):
+                sims = cosine_similarity(E, E[b] - E[a] + E[c])
+                if exclude_inputs:
+                    sims[[a, b, c]] = -math.inf
+                order = torch.sort(sims, stable=True).indices.flip(0)[:k]  # ties reversed
+                return order, sims[order]
+        '''},
+        "test_ties_go_to_smaller_id", "smaller id",
+    ),
+    "analogy's k and exclude_inputs in the other order": (
+        {"embeddings:analogy": '''
+            def analogy(E, a, b, c, exclude_inputs=True, k=1):
+                return _top_k(E, E[b] - E[a] + E[c], k, [a, b, c] if exclude_inputs else [])
+        '''},
+        "test_analogy_excludes_inputs", "positionally",
     ),
 }

@@ -54,6 +54,22 @@ CORRECT = {
                 assert torch.equal(one_hot(ids, 4), pytorch_one_hot(ids, 4).float())
         ''',
     },
+    # A range check inline, reading the ids' values with no special case for the meta device:
+    # the meta pass must answer those reads (tests/test_meta_pass.py grades it both ways).
+    "an inline range check that reads the ids' values, tensordot": {
+        "embeddings:one_hot": '''
+            def one_hot(ids, num_classes, dtype=torch.float32):
+                if ((ids < 0) | (ids >= num_classes)).any():
+                    raise IndexError(f"an id is outside [0, {num_classes})")
+                out = torch.zeros(*ids.shape, num_classes, dtype=dtype, device=ids.device)
+                return out.scatter_(-1, ids.long().unsqueeze(-1), 1)
+        ''',
+        "embeddings:embed_via_onehot": '''
+            def embed_via_onehot(weight, ids):
+                onehot = one_hot(ids.to(weight.device), weight.shape[0], weight.dtype)
+                return torch.tensordot(onehot, weight, dims=1)  # sums over V
+        ''',
+    },
 }
 
 MISTAKES = {
@@ -136,5 +152,86 @@ MISTAKES = {
                 return torch.distributions.OneHotCategorical(logits=logits).sample().to(dtype)
         '''},
         "test_one_hot_written_by_hand", "F.one_hot",
+    ),
+    "embed_via_onehot looks the rows up (weight[ids]), no product": (
+        {"embeddings:embed_via_onehot": '''
+            def embed_via_onehot(weight, ids):
+                return weight[ids.long()]
+        '''},
+        "test_embed_via_onehot_is_a_product", "every row",
+    ),
+    "the one-hot built, then its argmax looked up": (
+        {"embeddings:embed_via_onehot": '''
+            def embed_via_onehot(weight, ids):
+                onehot = one_hot(ids, weight.shape[0], weight.dtype)
+                return weight[onehot.argmax(dim=-1)]  # the same rows, without the product
+        '''},
+        "test_embed_via_onehot_is_a_product", "every row",
+    ),
+    "an inline range check, then a hard-coded cpu": (
+        {"embeddings:one_hot": '''
+            def one_hot(ids, num_classes, dtype=torch.float32):
+                if ((ids < 0) | (ids >= num_classes)).any():
+                    raise IndexError(f"an id is outside [0, {num_classes})")
+                out = torch.zeros(*ids.shape, num_classes, dtype=dtype, device="cpu")
+                return out.scatter_(-1, ids.cpu().long().unsqueeze(-1), 1)
+        '''},
+        "test_one_hot_device", "hard-coded",
+    ),
+    "the caller's ids changed in place (unsqueeze_)": (
+        {"embeddings:one_hot": '''
+            def one_hot(ids, num_classes, dtype=torch.float32):
+                out = torch.zeros(*ids.shape, num_classes, dtype=dtype, device=ids.device)
+                return out.scatter_(-1, ids.long().unsqueeze_(-1), 1)  # ids itself, if int64
+        '''},
+        "test_one_hot_rows", "changed the ids",
+    ),
+    "scatter_ with the ids as they are (no .long())": (
+        {"embeddings:one_hot": '''
+            def one_hot(ids, num_classes, dtype=torch.float32):
+                out = torch.zeros(*ids.shape, num_classes, dtype=dtype, device=ids.device)
+                return out.scatter_(-1, ids.unsqueeze(-1), 1)
+        '''},
+        "test_integer_ids_accepted", "int64",
+    ),
+    "rows of the identity indexed by the ids as they are (uint8 read as a mask)": (
+        {"embeddings:one_hot": '''
+            def one_hot(ids, num_classes, dtype=torch.float32):
+                return torch.eye(num_classes, dtype=dtype, device=ids.device)[ids]
+        '''},
+        "test_integer_ids_accepted", "mask",
+    ),
+    "ids.view(-1) (non-contiguous ids refused)": (
+        {"embeddings:one_hot": '''
+            def one_hot(ids, num_classes, dtype=torch.float32):
+                flat = ids.view(-1).long()
+                out = torch.zeros(flat.numel(), num_classes, dtype=dtype, device=ids.device)
+                out[torch.arange(flat.numel(), device=ids.device), flat] = 1
+                return out.view(*ids.shape, num_classes)
+        '''},
+        "test_integer_ids_accepted", "non-contiguous",
+    ),
+    "num_classes renamed (V)": (
+        {"embeddings:one_hot": '''
+            def one_hot(ids, V, dtype=torch.float32):
+                out = torch.zeros(*ids.shape, V, dtype=dtype, device=ids.device)
+                return out.scatter_(-1, ids.long().unsqueeze(-1), 1)
+        '''},
+        "test_num_classes_is_given", "by name",
+    ),
+    "embed_via_onehot's weight renamed (E)": (
+        {"embeddings:embed_via_onehot": '''
+            def embed_via_onehot(E, ids):
+                return one_hot(ids.to(E.device), E.shape[0], E.dtype) @ E
+        '''},
+        "test_embed_via_onehot_is_the_lookup", "by name",
+    ),
+    "one_hot's dtype taken by keyword only": (
+        {"embeddings:one_hot": '''
+            def one_hot(ids, num_classes, *, dtype=torch.float32):
+                out = torch.zeros(*ids.shape, num_classes, dtype=dtype, device=ids.device)
+                return out.scatter_(-1, ids.long().unsqueeze(-1), 1)
+        '''},
+        "test_one_hot_dtype", "positional",
     ),
 }

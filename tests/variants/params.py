@@ -1,5 +1,37 @@
 """Stage 'params': other correct calculators, and the mistakes the hidden suite must name."""
 
+import ast
+
+from tests.variants.build import LUMEN
+
+
+def _lumen_def(module: str, name: str) -> str:
+    """lumen's source of the top-level function or class ``name`` of ``module``.py."""
+    source = (LUMEN / f"{module}.py").read_text(encoding="utf-8")
+    node = next(n for n in ast.parse(source).body
+                if isinstance(n, ast.FunctionDef | ast.ClassDef) and n.name == name)
+    return ast.get_source_segment(source, node)
+
+
+#: A learner's self-check at the end of params.py: it compares with PyTorch's own layers and
+#: uses what the rules refuse (numpy, eval, os), all in a block the grader neither reads nor runs.
+SELF_CHECK = """
+
+
+if __name__ == "__main__":  # python -m exercises.params: my own checks first
+    import os
+
+    import numpy as np
+    import torch.nn.functional as F
+    from torch import nn
+
+    small = count_params(50257, 768, 12, 1024)
+    assert small.total == 124_439_808, small
+    assert small.token_embedding == nn.Embedding(50257, 768).weight.numel()
+    assert F.one_hot(torch.tensor([2]), 3).sum() == 1
+    print(np.round(small.embedding_share, 3), eval("small.memory_bytes('fp16')"), os.getcwd())
+"""
+
 CORRECT = {
     "module by module, in a loop": {
         "params:count_params": '''
@@ -52,6 +84,20 @@ CORRECT = {
                     raise ValueError(f"unknown dtype {dtype}: fp32, fp16 or bf16")
                 return self.total * (torch.finfo(dtype).bits // 8)
         ''',
+    },
+    # numpy's integers cannot reach a ParamCount within the rules (no numpy, no .numpy()):
+    # torch's 0-d integer tensors are the int-like type a learner's arithmetic can produce.
+    "counts as 0-d integer tensors": {
+        "params:count_params": '''
+            def count_params(vocab_size, d_model, n_layers, n_ctx, tied=True):
+                V, d, N = (torch.tensor(n) for n in (vocab_size, d_model, n_layers))
+                parts = [V * d, n_ctx * d, N * (4 * d * d + 4 * d), N * (8 * d * d + 5 * d),
+                         N * 4 * d, 2 * d, 0 if tied else V * d]  # 0-d int64 tensors
+                return ParamCount(*parts, total=sum(parts))
+        ''',
+    },
+    "a self-check under __main__ in params.py": {
+        "params:main": _lumen_def("params", "main") + SELF_CHECK,
     },
 }
 
@@ -142,6 +188,69 @@ MISTAKES = {
                 return self.total * DTYPE_BYTES.get(name, 4)
         '''},
         "test_unknown_dtype_refused", "should raise ValueError",
+    ),
+    "count_params's arguments in another order (n_ctx before n_layers)": (
+        {"params:count_params": '''
+            def count_params(vocab_size, d_model, n_ctx, n_layers, tied=True):
+                d = d_model
+                counts = {
+                    "token_embedding": vocab_size * d, "position_embedding": n_ctx * d,
+                    "attention": n_layers * (4 * d * d + 4 * d),
+                    "mlp": n_layers * (8 * d * d + 5 * d), "layer_norms": n_layers * 4 * d,
+                    "final_norm": 2 * d, "lm_head": 0 if tied else d * vocab_size,
+                }
+                return ParamCount(**counts, total=sum(counts.values()))
+        '''},
+        "test_parts_field_by_field", "arguments in another order",
+    ),
+    "the total a float (math.fsum)": (
+        {"params:count_params": '''
+            def count_params(vocab_size, d_model, n_layers, n_ctx, tied=True):
+                d = d_model
+                counts = {
+                    "token_embedding": vocab_size * d, "position_embedding": n_ctx * d,
+                    "attention": n_layers * (4 * d * d + 4 * d),
+                    "mlp": n_layers * (8 * d * d + 5 * d), "layer_norms": n_layers * 4 * d,
+                    "final_norm": 2 * d, "lm_head": 0 if tied else d * vocab_size,
+                }
+                import math  # params.py does not import it
+
+                return ParamCount(**counts, total=math.fsum(counts.values()))
+        '''},
+        "test_parts_field_by_field", "a float",
+    ),
+    "memory_bytes from bits / 8 (a float)": (
+        {"params:ParamCount.memory_bytes": '''
+            def memory_bytes(self, dtype="fp32"):
+                bits = {"fp32": 32, "fp16": 16, "bf16": 16}
+                name = _TORCH_DTYPES.get(dtype, dtype) if isinstance(dtype, torch.dtype) else dtype
+                if name not in bits:
+                    raise ValueError(f"unknown dtype {dtype!r}; use fp32, fp16 or bf16")
+                return self.total * bits[name] / 8
+        '''},
+        "test_memory_bytes", "a float",
+    ),
+    "memory_bytes's argument renamed (dtype= refused)": (
+        {"params:ParamCount.memory_bytes": '''
+            def memory_bytes(self, precision="fp32"):
+                name = (_TORCH_DTYPES.get(precision, precision) if isinstance(precision, torch.dtype)
+                        else precision)
+                if name not in DTYPE_BYTES:
+                    raise ValueError(f"unknown dtype {precision!r}; use fp32, fp16 or bf16")
+                return self.total * DTYPE_BYTES[name]
+        '''},
+        "test_memory_bytes", "memory_bytes(self, dtype=",
+    ),
+    "any torch dtype sized by its bits (float64 as 8 bytes)": (
+        {"params:ParamCount.memory_bytes": '''
+            def memory_bytes(self, dtype="fp32"):
+                if isinstance(dtype, torch.dtype):
+                    return self.total * (torch.finfo(dtype).bits // 8)
+                if dtype not in DTYPE_BYTES:
+                    raise ValueError(f"unknown dtype {dtype!r}; use fp32, fp16 or bf16")
+                return self.total * DTYPE_BYTES[dtype]
+        '''},
+        "test_unknown_dtype_refused", "torch.float64",
     ),
     "unknown dtype raises KeyError": (
         {"params:ParamCount.memory_bytes": '''

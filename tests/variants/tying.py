@@ -47,6 +47,30 @@ class GPT2(_Model):
     return _gpt2_without_tie("_Model", "nn.Module") + tied
 
 
+def _gpt2_source() -> str:
+    """lumen's GPT2 class as it is."""
+    source = (LUMEN / "gpt2.py").read_text(encoding="utf-8")
+    cls = next(n for n in ast.parse(source).body if isinstance(n, ast.ClassDef) and n.name == "GPT2")
+    return ast.get_source_segment(source, cls)
+
+
+#: A learner's self-check at the end of gpt2.py: it compares with PyTorch's own layers and uses
+#: what the rules refuse (F.embedding, F.one_hot, os, eval), all in a block the grader neither
+#: reads nor runs.
+SELF_CHECK = """
+
+
+if __name__ == "__main__":  # python -m exercises.gpt2: my own checks first
+    import os
+
+    model = GPT2(GPT2Config(vocab_size=50, n_ctx=8, d_model=16, n_layers=1, n_heads=2))
+    assert model.lm_head.weight is model.wte.weight
+    ids = torch.randint(0, 50, (1, 8))
+    assert torch.equal(model.wte(ids), F.embedding(ids, model.wte.weight))
+    assert torch.equal(F.one_hot(ids, 50).float() @ model.wte.weight, model.wte(ids)[0])
+    print(eval("model.num_params()"), os.getcwd())
+"""
+
 CORRECT = {
     "register_parameter": {
         "gpt2:GPT2.tie_weights": '''
@@ -100,6 +124,9 @@ CORRECT = {
     },
     "GPT2 a subclass of their own model class": {
         "gpt2:GPT2": _subclass_layout(),
+    },
+    "a self-check under __main__ in gpt2.py": {
+        "gpt2:GPT2": _gpt2_source() + SELF_CHECK,
     },
 }
 

@@ -1,0 +1,97 @@
+"""A stable id for every mistake the hidden suites diagnose, and the kinds of code that never ran.
+
+A failing hidden test says what went wrong in a message with particulars: the call it made
+("Embedding(13, 4) with a torch.float64 weight"), the values it got and expected, the line of the
+learner's code, the text of the learner's exception. Two learners who made the same mistake, on
+other seeds or devices, get different messages with one *template*: the message with those
+particulars replaced. A mistake's id is its stage, its test and a digest of that template, so
+the class summary can count each mistake once per learner whatever the inputs.
+
+Code that never ran (a file that could not be imported, a call that did not finish, a process
+that ended) fails every test that needed it, each with its own message: those are one mistake
+per kind, whichever test met them. ``suites/feedback.py`` words them with the markers below.
+
+Plain text only (no torch, no pytest): the class summary computes ids for results.json files
+written before the ids existed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+MISTAKE = "mistake"  # a test that ran the learner's code and found it wrong
+IMPORT_FAILED = "import-failure"
+TIMED_OUT = "timeout"
+CRASHED = "crash"
+NOT_RUN = "not-run"
+#: What each kind of code that never ran is, for the summary's table.
+KINDS = {
+    IMPORT_FAILED: "could not be imported (a syntax error, a missing or unusable file)",
+    TIMED_OUT: "did not finish in time (a loop that never ends, or work that grows too fast)",
+    CRASHED: "the process running the code ended (os._exit, a segfault, too much memory)",
+    NOT_RUN: "did not run (the grading run was cut short)",
+}
+
+# The words suites/feedback.py (and results.score) put in these messages; they are recognised
+# in the template, where no text of the learner's is left to imitate them.
+IMPORT_MARK = re.compile(r"^your \w+\.py could not be imported, so ")
+TIMEOUT_ADVICE = ": look for a loop that never ends, or work that grows with V x V"
+CRASH_MARK = " could not finish: "
+NOT_RUN_MESSAGE = "this test did not run (the grading run was cut short)"
+
+#: The particulars a template drops, in this order: code in backticks (learner code), quoted
+#: strings (feedback.describe_error quotes the learner's exception text; repr() escapes inside),
+#: then every (...) and [...] group, innermost first (call arguments, shapes, ids, details),
+#: then dtypes, devices and numbers.
+_CODE = re.compile(r"`[^`\n]*`")
+_QUOTED = re.compile(r"""(?<![\w'"])(?:'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")(?![\w'"])""")
+_GROUP = re.compile(r"\([^()\[\]]*\)|\[[^()\[\]]*\]")
+_NUMBER = re.compile(
+    r"(?<![\w.])[-+]?(?:0x[0-9a-fA-F]+|\d[\d,_]*(?:\.\d+)?(?:[eE][-+]?\d+)?%?)(?!\w)")
+_DTYPE = re.compile(
+    r"\btorch\.(?:u?int\d+|float\d+|bfloat16|complex\d+|bool|half|double|long|float|int)\b")
+_DEVICE = re.compile(r"\b(?:cpu|cuda(?::\d+)?|meta|mps)\b")
+# Stand-ins for a group while the groups around it are collapsed: a placeholder with brackets
+# in it would itself be a group and stop the outer one from collapsing.
+_PAREN, _BRACKET = "\x00", "\x01"  # never in a message: untrusted.clean_text escapes controls
+
+
+def template(message: str) -> str:
+    """``message`` with its particulars replaced: what stays the same from learner to learner."""
+    text = _CODE.sub("`…`", message)
+    text = _QUOTED.sub("'…'", text)
+    while True:
+        collapsed = _GROUP.sub(lambda m: _PAREN if m.group().startswith("(") else _BRACKET, text)
+        if collapsed == text:
+            break
+        text = collapsed
+    text = text.replace(_PAREN, "(…)").replace(_BRACKET, "[…]")
+    text = _DTYPE.sub("torch.<dtype>", text)
+    text = _DEVICE.sub("<device>", text)  # before the numbers: cuda:0
+    text = _NUMBER.sub("#", text)
+    return " ".join(text.split())
+
+
+def kind(message: str) -> str:
+    """Which kind of failure ``message`` reports: MISTAKE, or one of KINDS."""
+    text = template(message)
+    if IMPORT_MARK.match(text):
+        return IMPORT_FAILED
+    if text.endswith(TIMEOUT_ADVICE):
+        return TIMED_OUT
+    if CRASH_MARK in text:
+        return CRASHED
+    if text == template(NOT_RUN_MESSAGE):
+        return NOT_RUN
+    return MISTAKE
+
+
+def mistake_id(stage: str, test: str, message: str) -> str:
+    """The mistake's stable id: the kind for code that never ran, else
+    ``stage/test/<8 hex digits of the template's SHA-256>``."""
+    found = kind(message)
+    if found != MISTAKE:
+        return found
+    digest = hashlib.sha256(template(message).encode("utf-8", "backslashreplace")).hexdigest()
+    return f"{stage}/{test}/{digest[:8]}"
