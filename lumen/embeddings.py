@@ -241,7 +241,9 @@ def one_hot(ids: Tensor, num_classes: int, dtype: torch.dtype = torch.float32) -
     """One-hot encode ``ids``: a 1 at each id's position, zeros elsewhere.
 
     Build the vectors yourself: stage 'onehot' bans F.one_hot anywhere in your files, helpers
-    included (see "Rules" at the top of this file).
+    included (see "Rules" at the top of this file), and the grader watches that it does not
+    run while your one_hot runs, not even inside a library that calls it for you (such as
+    ``torch.distributions.OneHotCategorical``).
 
     Args:
         ids: token ids of any shape ``(...)`` (a single 0-d id too), each in

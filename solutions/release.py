@@ -41,6 +41,9 @@ STUBBED: tuple[str, ...] = stages.SUBMISSION_FILES
 #: lumen files learners get as they are: the tools to run their code on real data, and the
 #: checker of the source rules (rules.py), the very one the hidden grader runs on submissions.
 COPIED: tuple[str, ...] = ("stages.py", "tokenizer.py", "vectors.py", "explore.py", "rules.py")
+#: Grader modules the visible tests run too, so that they check what the hidden suite checks:
+#: source (under the repository) -> where it goes under exercises/.
+GRADER_COPIED: dict[str, str] = {"autograder/sandboxed/meta_device.py": "tests/meta_device.py"}
 LINE_LENGTH = 100  # pyproject.toml's [tool.ruff] line-length
 
 STUB_HEADER = """\
@@ -319,6 +322,12 @@ def copy(source: str, name: str) -> str:
     return COPY_HEADER.format(name=name) + source
 
 
+GRADER_COPY_HEADER = """\
+# Generated from {name} by `make stubs`: the grader's own code, which the visible tests use.
+# Learners: nothing to write here. Course staff: edit {name}.
+"""
+
+
 def render(solved: Collection[str] = ()) -> dict[Path, str]:
     """Every generated file: its path under exercises/ and its text (``solved``: as ``stub``)."""
     unknown = set(solved) - set(stages.STAGE_NAMES)
@@ -335,6 +344,9 @@ def render(solved: Collection[str] = ()) -> dict[Path, str]:
         files[Path(name)] = stub((LUMEN / name).read_text(encoding="utf-8"), name, solved)
     for name in COPIED:
         files[Path(name)] = copy((LUMEN / name).read_text(encoding="utf-8"), name)
+    for source, path in GRADER_COPIED.items():
+        files[Path(path)] = GRADER_COPY_HEADER.format(name=source) + (ROOT / source).read_text(
+            encoding="utf-8")
     return files
 
 

@@ -185,7 +185,12 @@ def test_malformed_submissions_are_told_why(graded):
         text = json.dumps(results[lid]) + rows[lid].get("notes", "")
         assert detail in words or detail == "signature", detail
         if detail == "signature":
-            assert _stage(results[lid], "params")["score"] == 0, lid
+            # Checks that call count_params with n_ctx lose their points and say why; the
+            # stage's other functions keep theirs (partial credit, not a zero for the file).
+            params = _stage(results[lid], "params")
+            assert 0 < params["score"] < params["max_score"], lid
+            assert "unexpected keyword argument 'n_ctx'" in text, lid
+            assert float(rows[lid]["total"]) < 100, lid
             continue
         assert words.get(detail, "") in text, (lid, detail)
         assert float(rows[lid]["total"]) < 100, lid

@@ -2,7 +2,7 @@
 
 Without a GPU, the embedding and onehot suites run their device checks on the meta device
 (``feedback.checked_devices``), with the values kept behind its tensors
-(``probes.MetaWithValues``), so that code which reads values, such as a range check, runs
+(``meta_device.MetaWithValues``), so that code which reads values, such as a range check, runs
 there as it runs on the CPU. With the pass off (``feedback.META_PASS = False``) those checks
 run nowhere, as on a GPU runner minus the GPU: every correct variant of those stages
 (tests/variants/) must get the same verdict on every test both ways, and full marks; and the

@@ -309,7 +309,7 @@ def _flush() -> None:
 def _hide_the_grader() -> None:
     """Take the grader's modules out of reach by name: ``import probes``, ``sys.modules``
     and ``import __main__`` (this file) no longer lead to them."""
-    for name in ("probes", "protocol", "isolation", "scaffolds", "__main__"):
+    for name in ("probes", "protocol", "isolation", "scaffolds", "meta_device", "__main__"):
         sys.modules.pop(name, None)
     sys.modules["__main__"] = types.ModuleType("__main__")
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != HERE]

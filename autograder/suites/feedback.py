@@ -84,7 +84,7 @@ META_PASS = True
 
 def checked_devices(devices: list[str]) -> list[str]:
     """Where the device checks run: the GPU when there is one, else the meta device (with the
-    values behind it, ``probes.MetaWithValues``), else nowhere."""
+    values behind it, ``meta_device.MetaWithValues``), else nowhere."""
     return [d for d in devices if d != "cpu"] or (["meta"] if META_PASS else [])
 
 

@@ -97,8 +97,8 @@ def test_output_keeps_the_weights_dtype_and_device(embeddings, other_device, dty
     out = emb(ids)
     assert out.dtype == dtype, f"expected the weight's dtype {dtype}, got {out.dtype}"
     assert torch.equal(out, F.embedding(ids, emb.weight)), f"wrong rows in {dtype}"
-    emb = emb.to(other_device.name)
-    out = other_device.run(lambda: emb(ids.to(other_device.name)))
+    emb, ids = other_device.to(emb), other_device.to(ids)
+    out = other_device.run(lambda: emb(ids))
     assert out.device.type == other_device.name and tuple(out.shape) == (2, 2, 4), (
         f"with the weight and the ids on {other_device.name}, the rows should come back there, "
         f"shape (2, 2, 4); got {out.device}, {tuple(out.shape)}: never create or move tensors "

@@ -201,6 +201,13 @@ def test_a_copy_of_the_token_still_counts(embeddings):
         f"{ids.tolist()} (the token is left out by its index, not by its value)"
     )
     torch.testing.assert_close(sims, torch.tensor([1.0]))
+    E[2] = E[4]  # an exact copy, before the token: a tie, broken by the smaller id
+    ids, _ = embeddings.cosine_neighbours(E, 4, k=1)
+    assert ids.tolist() == [2], (
+        f"row 2 is an exact copy of row 4, so it ties with token 4's own row and comes first "
+        f"(the smaller id); got {ids.tolist()}: leave the token out by its index, not by "
+        "dropping the first place of the ranking"
+    )
 
 
 def test_a_query_vector_leaves_nothing_out(embeddings):

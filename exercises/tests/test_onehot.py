@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F  # noqa: N812 (PyTorch's usual name)
+from torch.overrides import TorchFunctionMode
 
 pytestmark = pytest.mark.onehot
 
@@ -86,13 +87,13 @@ def test_every_integer_dtype_and_layout(embeddings, dtype, layout):
 
 def test_results_follow_the_inputs_device(embeddings, other_device):
     device = other_device.name
-    ids = torch.tensor([[1, 0, 4]], device=device)
+    ids = other_device.to(torch.tensor([[1, 0, 4]]))
     out = other_device.run(lambda: embeddings.one_hot(ids, 5))
     assert out.device.type == device and tuple(out.shape) == (1, 3, 5), (
         f"one_hot of ids on {device} should be on {device}, shape (1, 3, 5); got {out.device}, "
         f"{tuple(out.shape)}: create the vectors with device=ids.device, never a fixed one"
     )
-    weight = torch.randn(5, 2, device=device)
+    weight = other_device.to(torch.randn(5, 2))
     out = other_device.run(lambda: embeddings.embed_via_onehot(weight, ids))
     assert out.device.type == device and tuple(out.shape) == (1, 3, 2), (
         f"embed_via_onehot with the weight on {device} should answer on {device}, shape "
@@ -162,10 +163,28 @@ def test_gradient_is_the_same_as_the_lookups(embeddings):
     )
 
 
+class _TorchFunctions(TorchFunctionMode):
+    """The names of the torch functions that run while it is on (F.one_hot: "one_hot")."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: set[str] = set()
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.names.add(getattr(func, "__name__", str(func)))
+        return func(*args, **(kwargs or {}))
+
+
 def test_one_hot_is_written_by_hand(embeddings, rules, your_files):
     out = embeddings.one_hot(torch.tensor([2, 0]), 3)
     assert torch.equal(out, torch.tensor([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]])), (
         "expected one_hot([2, 0], 3) to be [[0, 0, 1], [1, 0, 0]]"
+    )
+    with _TorchFunctions() as ran:  # what runs, as the grader watches it
+        embeddings.one_hot(torch.tensor([[1, 3], [0, 2]]), 4)
+    assert "one_hot" not in ran.names, (
+        "F.one_hot ran while your one_hot ran (called by a library on your behalf?): build "
+        "the vectors yourself, a row of zeros with a 1 at the id"
     )
     findings = rules.check(your_files, "onehot")  # the grader's own check of your source
     if findings:
