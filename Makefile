@@ -14,7 +14,7 @@ TORCH := $(or $(shell cat $(TORCH_STAMP) 2>/dev/null),torch==2.13.0)
 endif
 
 .PHONY: FORCE setup setup-dev sandbox grade grade-cuda test check lint stubs mutation benchmark clean \
-	benchmark-batch gradescope handout seeds gpu-check
+	benchmark-batch gradescope handout seeds gpu-check release
 
 $(VENV)/.python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else \
@@ -55,8 +55,10 @@ grade-cuda: setup            ## the same on CPU and CUDA (a GPU runner: pass TOR
 test: setup-dev              ## the repository's own tests
 	$(PY) -m pytest
 
-stubs: setup                 ## regenerate exercises/ from lumen/ (refuses to overwrite edits; FORCE=1 backs them up)
+release: setup               ## regenerate exercises/: stubs from lumen/, lab.ipynb by nbgrader (refuses to overwrite edits; FORCE=1 backs them up)
 	$(PY) -m solutions.release $(if $(FORCE),--force)
+
+stubs: release               ## the same as make release
 
 mutation: setup-dev          ## mutate lumen's solution lines; every mutant must lose points
 	$(PY) -m tools.mutation

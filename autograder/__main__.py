@@ -68,9 +68,39 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--jobs", type=int, default=2,
                    help="grading processes, each a warm worker (default 2)")
     b.add_argument("--force", action="store_true", help="regrade learners graded before")
+    n = commands.add_parser("nbgrade", help="grade a class through nbgrader: a folder per "
+                            "learner (lab.ipynb and the .py files), into nbgrader's gradebook")
+    n.add_argument("submissions", type=Path, help="the folder of learners' folders")
+    n.add_argument("--course", type=Path, default=Path("build/nbgrader"),
+                   help="nbgrader's course folder, made or refreshed (default build/nbgrader)")
+    n.add_argument("--jobs", type=int, default=2, help="grading processes (default 2)")
+    n.add_argument("--feedback", choices=("scores", "messages"), default="scores",
+                   help="what each check cell shows the learner in nbgrader's feedback: the "
+                        "stage's score and checks passed (default), or the hidden checks' "
+                        "messages too")
     for command in (g, b):
         _shared_options(command)
+    for option, kwargs in (("--device", {"choices": ("auto", "cpu", "cuda"), "default": "auto"}),
+                           ("--sandbox", {"choices": ("auto", "bwrap", "process"),
+                                          "default": "auto"})):
+        n.add_argument(option, **kwargs)
     args = parser.parse_args(argv)
+    if args.command == "nbgrade":
+        from solutions.notebook import NotebookError
+
+        from .nbgrade import NbgradeError
+        from .nbgrade import run as nbgrade
+
+        if not args.submissions.is_dir():
+            print(f"error: no folder of submissions at {args.submissions}", file=sys.stderr)
+            return 2
+        try:
+            return nbgrade(args.submissions, args.course, jobs=args.jobs, device=args.device,
+                           sandbox=args.sandbox, feedback=args.feedback)
+        except (NbgradeError, NotebookError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+
     limits = Limits(probe_seconds=args.probe_seconds)
     stages = sorted({s for chosen in args.stage or [] for s in chosen},
                     key=STAGE_NAMES.index) or None

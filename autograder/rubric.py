@@ -1,4 +1,5 @@
-"""The rubric: points per hidden test, grouped by stage, adding up to 100.
+"""The rubric: points per hidden test, grouped by stage, adding up to 100, and the points of
+the lab notebook's written answers (``[written]``, marked by hand, outside the 100).
 
 ``rubric.toml`` is the one file every front end reads (the terminal report, results.json,
 nbgrader, Gradescope). Its stage tables are in the chapter's order; a test's points are all or
@@ -15,6 +16,7 @@ from lumen.stages import STAGE_NAMES
 
 RUBRIC = Path(__file__).resolve().parent / "rubric.toml"
 TOTAL = 100
+WRITTEN = "written"  # the table of written answers
 
 
 class RubricError(Exception):
@@ -24,6 +26,7 @@ class RubricError(Exception):
 @dataclass(frozen=True)
 class Rubric:
     points: dict[str, dict[str, float]]  # stage -> test name -> points
+    written: dict[str, float]  # the lab notebook's written answer (nbgrader grade_id) -> points
 
     def stage_max(self, stage: str) -> float:
         return sum(self.points[stage].values())
@@ -42,6 +45,9 @@ class Rubric:
 def load(path: Path = RUBRIC) -> Rubric:
     with open(path, "rb") as f:
         data = tomllib.load(f)
+    written = {name: float(p) for name, p in data.pop(WRITTEN, {}).items()}
+    if any(p <= 0 for p in written.values()):
+        raise RubricError(f"rubric.toml's [{WRITTEN}] answers need positive points")
     if list(data) != list(STAGE_NAMES):
         raise RubricError(f"rubric.toml's stages must be {list(STAGE_NAMES)} in that order, "
                           f"got {list(data)}")
@@ -52,4 +58,4 @@ def load(path: Path = RUBRIC) -> Rubric:
     total = sum(sum(t.values()) for t in points.values())
     if abs(total - TOTAL) > 1e-9:
         raise RubricError(f"rubric.toml's points add up to {total:g}, not {TOTAL}")
-    return Rubric(points)
+    return Rubric(points, written)

@@ -1,8 +1,9 @@
-"""Generate the learners' exercises/ from the reference package lumen/ (``make stubs``).
+"""Generate the learners' exercises/ from the reference package lumen/ (``make release``).
 
 lumen/ is the single source of every line. In the three files learners submit, each
 ``### BEGIN SOLUTION`` ... ``### END SOLUTION`` region (nbgrader's markers) becomes a stub that
-names its stage; every other file a learner needs is copied as given code::
+names its stage; every other file a learner needs is copied as given code, and the lab notebook
+is nbgrader's release of solutions/course/ (solutions/notebook.py)::
 
     python -m solutions.release           # write exercises/
     python -m solutions.release --check   # exit 1, listing stale files; writes nothing
@@ -30,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lumen import stages
+
+from . import notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 LUMEN = ROOT / "lumen"
@@ -344,6 +347,7 @@ def render(solved: Collection[str] = ()) -> dict[Path, str]:
         files[Path(name)] = stub((LUMEN / name).read_text(encoding="utf-8"), name, solved)
     for name in COPIED:
         files[Path(name)] = copy((LUMEN / name).read_text(encoding="utf-8"), name)
+    files[Path(notebook.NOTEBOOK)] = notebook.render()  # nbgrader's release of the lab
     for source, path in GRADER_COPIED.items():
         files[Path(path)] = GRADER_COPY_HEADER.format(name=source) + (ROOT / source).read_text(
             encoding="utf-8")
@@ -454,7 +458,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.check:
             outdated = stale(args.target)
             for path in outdated:
-                print(f"stale: {args.target / path} (run `make stubs`)")
+                print(f"stale: {args.target / path} (run `make release`)")
             if not outdated:
                 print(f"{args.target} is up to date with lumen/")
             return 1 if outdated else 0
@@ -463,7 +467,7 @@ def main(argv: list[str] | None = None) -> int:
         for path in write(args.target, solved, force=args.force):
             print(f"wrote {args.target / path}")
         return 0
-    except ReleaseError as error:
+    except (ReleaseError, notebook.NotebookError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
 

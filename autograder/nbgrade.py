@@ -1,0 +1,340 @@
+"""Grading through nbgrader: ``python -m autograder nbgrade SUBMISSIONS [--course DIR]``.
+
+SUBMISSIONS holds one folder per learner, as nbgrader collects them: the lab notebook
+(lab.ipynb) and the three .py files. The pipeline, in a course folder (default
+``build/nbgrader``) built from solutions/course/:
+
+1. **The course**: nbgrader's configuration, the source notebook and exercises/; then
+   ``nbgrader generate_assignment`` (the assignment and its cells in gradebook.db).
+2. **Collect**: each learner's files into ``submitted/<learner>/embedding_layer/``. A notebook
+   that is broken, renamed, missing or lacks a graded cell is repaired from the release, with a
+   note for the learner and the instructor: the stages never depend on the notebook.
+3. **Grade**: our sandboxed grader on the collected .py files, the whole class through warm
+   workers (autograder/batch.py), into ``lumen/<learner>/results.json``.
+4. ``nbgrader autograde``, where ``SandboxedGrades`` takes the place of nbgrader's Execute:
+   each stage's check cell gets the stage's score from step 3 as its output, which nbgrader's
+   own SaveAutoGrades records in the gradebook (formgrader shows it next to the written
+   answers). The learner's notebook is never run: its cells cannot touch a grade.
+5. ``nbgrader generate_feedback`` and ``nbgrader export``, and ``stages.csv``: per stage, from
+   the gradebook.
+
+Why a preprocessor in place of Execute (and not test cells run in the learner's kernel, as in
+stock nbgrader): whatever runs in that kernel runs as the instructor, next to the gradebook, and
+can rewrite its own outputs and verdicts. Here learner code runs only in the grader's sandbox.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import Enum, Unicode
+
+from lumen.stages import STAGE_NAMES, SUBMISSION_FILES, stage
+
+from .untrusted import clean_text
+
+REPO = Path(__file__).resolve().parents[1]
+ASSIGNMENT = "embedding_layer"
+NOTEBOOK = "lab.ipynb"
+GRADES = "lumen"  # the course folder's subfolder of our grader's results
+MAX_NOTEBOOK = 16 << 20
+STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}")
+FEEDBACK = ("scores", "messages")  # what a check cell's output shows the learner
+
+
+class NbgradeError(Exception):
+    """The pipeline cannot go on (no course, nbgrader failed); the message says what to do."""
+
+
+# --- step 4, inside nbgrader autograde --------------------------------------------------------
+
+
+def stage_outputs(name: str, stage_result: dict, tests: list[dict], feedback: str) -> list:
+    """A check cell's outputs, which nbgrader's ``determine_grade`` reads: the stage's score as
+    the cell's value, or an error when it is 0 (nbgrader reads a value it cannot parse, or
+    none, as full credit, so a stage worth nothing must be an error, never a printed 0)."""
+    score, out_of = float(stage_result["score"]), float(stage_result["max_score"])
+    mine = [t for t in tests if name in t.get("tags", [])]
+    passed = sum(t.get("status") == "passed" for t in mine)
+    lines = [f"Stage '{name}' ({stage(name).title}): {score:g} / {out_of:g}, "
+             f"{passed} of {len(mine)} hidden checks passed.",
+             "Graded by the course's sandboxed grader from your .py files, not by this cell."]
+    if feedback == "messages":
+        lines += [f"- {clean_text(t['name'], 200)}: {clean_text(t.get('output', ''), 600)}"
+                  for t in mine if t.get("status") != "passed"][:3]
+    elif passed < len(mine):
+        lines.append(f"To see what to fix: run this cell, or `pytest exercises -m {name}`.")
+    text = "\n".join(lines) + "\n"
+    outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
+    if score > 0:
+        outputs.append(nbformat.v4.new_output("execute_result", execution_count=1,
+                                              data={"text/plain": repr(score)}))
+    else:
+        outputs.append(nbformat.v4.new_output(
+            "error", ename="StageNotPassed", evalue=f"0 / {out_of:g} for stage '{name}'",
+            traceback=[f"StageNotPassed: 0 / {out_of:g} for stage '{name}'"]))
+    return outputs
+
+
+class SandboxedGrades(NbGraderPreprocessor):
+    """In place of nbgrader's Execute: the check cells' outputs from our grader's results.
+
+    Every output of the notebook is dropped (nbgrader's ClearOutput already did), and each
+    stage's check cell gets ``stage_outputs``. A learner without results (the grader failed on
+    them) raises, so nbgrader records no grade at all for them: never a zero they did not earn.
+    """
+
+    results = Unicode(GRADES, help="the folder of our grader's results, a results.json per "
+                      "learner, relative to the course folder").tag(config=True)
+    feedback = Enum(FEEDBACK, default_value="scores", help="what a check cell shows: the "
+                    "stage's score and how many hidden checks passed, or also the hidden "
+                    "checks' messages").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        student = resources["nbgrader"]["student"]
+        path = Path(self.results) / student / "results.json"
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            stages = data["extra_data"]["stages"]
+        except (OSError, ValueError, KeyError) as error:
+            raise NbgradeError(f"no grade from the sandboxed grader for {student} ({path}: "
+                               f"{type(error).__name__}); see lumen/{student}/error.txt") from None
+        for cell in nb.cells:
+            meta = cell.metadata.get("nbgrader", {})
+            gid = meta.get("grade_id", "")
+            if cell.cell_type == "code":
+                cell.outputs = []
+                cell.execution_count = None
+            if meta.get("grade") and gid.startswith("stage_") and gid[6:] in stages:
+                cell.outputs = stage_outputs(gid[6:], stages[gid[6:]], data.get("tests", []),
+                                             self.feedback)
+        return nb, resources
+
+
+def grading_config(feedback: str) -> str:
+    """What the course's nbgrader_config.py gets for grading, after the release settings."""
+    return f'''
+# --- grading, written by `python -m autograder nbgrade` (autograder/nbgrade.py) ---
+import sys
+sys.path.insert(0, {str(REPO)!r})
+from nbconvert.preprocessors import ClearMetadataPreprocessor
+from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, IgnorePattern,
+                                    LimitOutput, SaveAutoGrades)
+from autograder.nbgrade import SandboxedGrades
+
+# The learner's .py files stay theirs in autograded/ (nbgrader would put the release's there).
+c.Autograde.exclude_overwriting = {{{ASSIGNMENT!r}: {list(SUBMISSION_FILES)!r}}}
+# Our grader's scores in place of running the notebook (nbgrader's Execute).
+c.Autograde.autograde_preprocessors = [SandboxedGrades, IgnorePattern, ClearMetadataPreprocessor,
+                                       LimitOutput, SaveAutoGrades, AssignLatePenalties,
+                                       CheckCellMetadata]
+c.SandboxedGrades.results = {GRADES!r}
+c.SandboxedGrades.feedback = {feedback!r}
+'''
+
+
+# --- steps 1 and 2: the course, the submissions ------------------------------------------------
+
+
+def prepare_course(course: Path, feedback: str) -> None:
+    """The course folder, made or refreshed, with the assignment generated in its gradebook."""
+    from solutions import notebook
+
+    notebook.make_course(course, files=REPO / "exercises")
+    config = course / notebook.CONFIG
+    config.write_text(config.read_text(encoding="utf-8") + grading_config(feedback),
+                      encoding="utf-8")
+    notebook.nbgrader(course, "generate_assignment", ASSIGNMENT, "--force")
+
+
+def _read_notebook(folder: Path) -> tuple[nbformat.NotebookNode | None, list[str]]:
+    """The learner's lab notebook and what is wrong with it (None: nothing usable)."""
+    from .submission import Unusable, _read_regular
+
+    notes = []
+    path = folder / NOTEBOOK
+    if not os.path.lexists(path):
+        others = sorted(p for p in folder.glob("*.ipynb") if not p.name.startswith("."))
+        if len(others) != 1:
+            what = "no notebook" if not others else f"{len(others)} other notebooks"
+            return None, [f"{NOTEBOOK} is missing ({what}): the written answers could not be "
+                          "read; the stages are graded from the .py files"]
+        notes.append(f"{others[0].name} was graded as {NOTEBOOK}: keep the notebook's name")
+        path = others[0]
+    try:
+        data = _read_regular(path, path.name) if path.stat().st_size <= MAX_NOTEBOOK else None
+        if data is None:
+            raise Unusable(f"{path.name} is larger than {MAX_NOTEBOOK:,} bytes")
+        nb = nbformat.reads(data.decode("utf-8"), as_version=4)
+    except (Unusable, OSError) as error:
+        return None, [*notes, f"{clean_text(str(error), 300)}; the stages are graded from the "
+                      ".py files"]
+    except Exception as error:  # noqa: BLE001 - broken JSON, not UTF-8, not a notebook at all
+        return None, [*notes, f"{path.name} is not a readable notebook ({type(error).__name__}: "
+                      f"{clean_text(str(error), 200)}): its written answers could not be read; "
+                      "the stages are graded from the .py files"]
+    return nb, notes
+
+
+def repair(nb: nbformat.NotebookNode | None, release: nbformat.NotebookNode) -> tuple[
+        nbformat.NotebookNode, list[str]]:
+    """The notebook nbgrader grades: the learner's, with every graded or locked cell of the
+    release it lacks put back where it belongs; the release itself when there is none."""
+    from solutions.notebook import nbgrader_cells
+
+    if nb is None:
+        return nbformat.from_dict(json.loads(json.dumps(release))), []
+    theirs = nbgrader_cells(nb)
+    notes = []
+    cells = list(nb.cells)
+    for i, (gid, cell) in enumerate(nbgrader_cells(release).items()):
+        if gid in theirs:
+            continue
+        position = len(cells)
+        for later in list(nbgrader_cells(release))[i + 1:]:  # before the next one they kept
+            if later in theirs:
+                position = next(k for k, c in enumerate(cells) if c is theirs[later])
+                break
+        cells.insert(position, nbformat.from_dict(json.loads(json.dumps(cell))))
+        if cell.metadata["nbgrader"].get("grade"):
+            notes.append(f"the graded cell {gid!r} was missing from {NOTEBOOK}: put back")
+    nb.cells = cells
+    return nb, notes
+
+
+def collect(learner: Path, target: Path, release: nbformat.NotebookNode) -> list[str]:
+    """Copy one learner's submission into nbgrader's submitted/ tree; the notes about it."""
+    from .submission import Unusable, _read_regular
+
+    nb, notes = _read_notebook(learner)
+    nb, repaired = repair(nb, release)
+    notes += repaired
+    if notes:  # said at the top of the graded notebook, so the feedback carries it too
+        nb.cells.insert(0, nbformat.v4.new_markdown_cell(
+            "**Notes from the grader:**\n\n" + "\n".join(f"- {n}" for n in notes)))
+    target.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, target / NOTEBOOK)
+    for name in SUBMISSION_FILES:
+        found = learner / name
+        if not os.path.lexists(found):
+            continue  # the grader says it is missing, from the folder itself
+        try:
+            (target / name).write_bytes(_read_regular(found, name))
+        except Unusable:
+            pass  # likewise: the grader names the problem
+    return notes
+
+
+# --- the pipeline -----------------------------------------------------------------------------
+
+
+def run(submissions: Path, course: Path, jobs: int = 2, device: str = "auto",
+        sandbox: str = "auto", feedback: str = "scores", progress=None) -> int:
+    """Grade every learner folder in ``submissions`` through nbgrader in ``course``.
+
+    Returns 0 when every learner was graded, 1 when some could not be (listed; a rerun
+    retries them), 2 when the pipeline stopped."""
+    from solutions import notebook
+
+    from . import batch
+
+    progress = progress or sys.stderr
+    started = time.perf_counter()
+    course = course.resolve()
+    prepare_course(course, feedback)
+    release = nbformat.read(course / "release" / ASSIGNMENT / NOTEBOOK, as_version=4)
+
+    learners, notes, problems = [], {}, {}
+    for entry in sorted(submissions.iterdir()):
+        if entry.name.startswith((".", "__MACOSX")):
+            continue
+        if not entry.is_dir() or entry.is_symlink():
+            problems[entry.name] = ("nbgrader takes a folder per learner (as nbgrader collect "
+                                    "makes them): unpack it into a folder")
+            continue
+        if not STUDENT_ID.fullmatch(entry.name):
+            problems[entry.name] = ("nbgrader needs a student id of letters, digits and "
+                                    "_ . @ + -: rename the folder")
+            continue
+        learners.append(entry.name)
+    submitted = course / "submitted"
+    if submitted.exists():
+        shutil.rmtree(submitted)  # a copy made here on an earlier run, rebuilt from the folder
+    for learner in learners:
+        notes[learner] = collect(submissions / learner, submitted / learner / ASSIGNMENT, release)
+
+    print(f"grading {len(learners)} learners in the sandbox", file=progress)
+    status = batch.run(submitted, course / f"{GRADES}.csv", jobs=jobs, force=True, device=device,
+                       sandbox=sandbox, out_dir=course / GRADES, progress=progress)
+    if status == 2:
+        return 2
+    failed = [x for x in learners if not (course / GRADES / x / "results.json").is_file()]
+    graded = [x for x in learners if x not in failed]
+    if graded:
+        exclude = ",".join(failed)
+        extra = [f"--CourseDirectory.student_id_exclude={exclude}"] if failed else []
+        print(f"nbgrader autograde: {len(graded)} notebooks", file=progress)
+        notebook.nbgrader(course, "autograde", ASSIGNMENT, "--force", *extra, timeout=3600)
+        notebook.nbgrader(course, "generate_feedback", ASSIGNMENT, "--force", *extra,
+                          timeout=3600)
+    notebook.nbgrader(course, "export", "--to", str(course / "grades.csv"), timeout=600)
+    write_stages_csv(course, learners, notes, {**problems, **{
+        x: "not graded: the grader failed on it (see lumen/<learner>/error.txt); rerun"
+        for x in failed}})
+    print(f"wrote {course / 'grades.csv'} (nbgrader's export) and {course / 'stages.csv'} in "
+          f"{time.perf_counter() - started:.1f} s", file=progress)
+    for name, why in problems.items():
+        print(f"not graded: {clean_text(name, 100)}: {why}", file=progress)
+    return 1 if failed or problems else 0
+
+
+def gradebook_scores(course: Path) -> dict[str, dict[str, float | None]]:
+    """learner -> grade_id -> score, as nbgrader's gradebook holds them (written answers: None
+    until marked)."""
+    from nbgrader.api import Gradebook
+
+    from solutions.notebook import COURSE_ID
+
+    scores: dict[str, dict[str, float | None]] = {}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", COURSE_ID) as gb:
+        for submission in gb.assignment_submissions(ASSIGNMENT):
+            for notebook in submission.notebooks:
+                for grade in notebook.grades:
+                    scores.setdefault(submission.student.id, {})[grade.name] = (
+                        None if grade.needs_manual_grade and grade.manual_score is None
+                        else grade.score)
+    return scores
+
+
+def write_stages_csv(course: Path, learners: list[str], notes: dict[str, list[str]],
+                     problems: dict[str, str]) -> None:
+    """``stages.csv``: a row per learner, a column per stage and written answer (from the
+    gradebook), the stages' total, and the notes."""
+    from .rubric import load
+
+    written = list(load().written)
+    scores = gradebook_scores(course)
+    with open(course / "stages.csv", "w", newline="", encoding="utf-8") as f:
+        out = csv.writer(f)
+        out.writerow(["learner", *STAGE_NAMES, "stages_total", *written, "notes"])
+        for learner in sorted({*learners, *problems}):
+            mine = scores.get(learner, {})
+            stage_scores = [mine.get(f"stage_{s}") for s in STAGE_NAMES]
+            total = sum(stage_scores) if all(s is not None for s in stage_scores) else None
+            out.writerow([learner, *(_number(s) for s in stage_scores), _number(total),
+                          *(_number(mine.get(w)) for w in written),
+                          "; ".join([*notes.get(learner, []), *filter(None, [problems.get(
+                              learner)])])])
+
+
+def _number(x: float | None) -> str:
+    return "" if x is None else f"{x:g}"

@@ -1,0 +1,128 @@
+"""The lab notebook: nbgrader's own ``generate_assignment`` turns the course source into the
+learner's ``exercises/lab.ipynb``.
+
+The course source is ``solutions/course/``: nbgrader's configuration and the instructor's
+notebook, ``source/embedding_layer/lab.ipynb``, with the mark schemes of the written answers
+between ``### BEGIN SOLUTION`` and ``### END SOLUTION``. Course staff edit that notebook (in
+Jupyter, with nbgrader's "Create Assignment" toolbar or by hand) and run ``make release``, which
+writes exercises/ whole: the stubs (solutions/release.py) and this notebook. The points of its
+cells come from autograder/rubric.toml: one check cell per stage (``stage_<name>``, the stage's
+points) and the written answers (``[written]``); the release refuses a notebook that disagrees.
+
+The released notebook's text depends only on the source notebook and the configuration, so it
+is made once per process (nbgrader takes ~10 s) and compared, as the stubs are, for freshness.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import nbformat
+
+from autograder.rubric import load as load_rubric
+from lumen.stages import STAGE_NAMES
+
+ROOT = Path(__file__).resolve().parents[1]
+COURSE = ROOT / "solutions" / "course"
+CONFIG = "nbgrader_config.py"
+ASSIGNMENT = "embedding_layer"  # a Python identifier: the learner's folder is their package
+COURSE_ID = "embedding-layer"  # as nbgrader_config.py names it
+NOTEBOOK = "lab.ipynb"
+SOURCE = COURSE / "source" / ASSIGNMENT / NOTEBOOK
+NBGRADER_SECONDS = 300
+
+
+class NotebookError(Exception):
+    """The lab's source notebook, or nbgrader on it, went wrong; the message says where."""
+
+
+def grade_id(stage: str) -> str:
+    """The nbgrader grade_id of a stage's check cell."""
+    return f"stage_{stage}"
+
+
+def nbgrader_cells(nb: nbformat.NotebookNode) -> dict[str, nbformat.NotebookNode]:
+    """The notebook's nbgrader cells by grade_id."""
+    cells = {}
+    for cell in nb.cells:
+        meta = cell.get("metadata", {}).get("nbgrader")
+        if isinstance(meta, dict) and isinstance(meta.get("grade_id"), str):
+            cells[meta["grade_id"]] = cell
+    return cells
+
+
+def check_points(nb: nbformat.NotebookNode) -> None:
+    """The notebook's graded cells are rubric.toml's: a check cell per stage with the stage's
+    points, and the written answers with theirs. Raises NotebookError naming each difference."""
+    rubric = load_rubric()
+    wanted = {grade_id(s): rubric.stage_max(s) for s in STAGE_NAMES} | rubric.written
+    graded = {gid: float(cell.metadata["nbgrader"].get("points", 0))
+              for gid, cell in nbgrader_cells(nb).items() if cell.metadata["nbgrader"].get("grade")}
+    problems = [f"{gid}: {graded.get(gid, 'missing')} points in the notebook, {points:g} in "
+                "rubric.toml" for gid, points in wanted.items() if graded.get(gid) != points]
+    problems += [f"{gid}: a graded cell that rubric.toml does not list"
+                 for gid in sorted(set(graded) - set(wanted))]
+    for stage in STAGE_NAMES:
+        cell = nbgrader_cells(nb).get(grade_id(stage))
+        if cell is not None and (cell.cell_type != "code" or f'check("{stage}")' not in cell.source
+                                 or cell.metadata["nbgrader"].get("solution")):
+            problems.append(f"{grade_id(stage)}: a locked code cell that runs check({stage!r})")
+    if problems:
+        raise NotebookError(f"{SOURCE.relative_to(ROOT)} disagrees with autograder/rubric.toml: "
+                            + "; ".join(problems))
+
+
+def nbgrader(course: Path, *args: str, timeout: float = NBGRADER_SECONDS,
+             env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """``nbgrader ARGS`` in the course folder ``course`` with this Python. nbgrader runs its
+    database migrations through the ``alembic`` command, so this environment's bin/ goes first
+    on PATH. Raises NotebookError with nbgrader's last lines when it fails."""
+    bin_dir = str(Path(sys.executable).parent)
+    env = {**(env or os.environ), "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
+    done = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+    if done.returncode != 0:
+        raise NotebookError(f"nbgrader {' '.join(args)} failed (exit {done.returncode}):\n"
+                            + (done.stdout + done.stderr)[-3000:])
+    return done
+
+
+def make_course(folder: Path, files: Path | None = None) -> Path:
+    """A course folder: the configuration, and source/embedding_layer/ holding the source
+    notebook plus, when given, the assignment's other files (exercises/, as learners get it)."""
+    assignment = folder / "source" / ASSIGNMENT
+    if files is not None:
+        shutil.copytree(files, assignment, dirs_exist_ok=True, ignore=shutil.ignore_patterns(
+            "__pycache__", "*.pyc", ".generated.json", ".backup-*", NOTEBOOK))
+    assignment.mkdir(parents=True, exist_ok=True)
+    shutil.copy(COURSE / CONFIG, folder / CONFIG)
+    shutil.copy(SOURCE, assignment / NOTEBOOK)
+    return folder
+
+
+def _inputs_digest() -> str:
+    digest = hashlib.sha256()
+    for path in (SOURCE, COURSE / CONFIG):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+@functools.lru_cache(maxsize=2)
+def _render(digest: str) -> str:
+    check_points(nbformat.read(SOURCE, as_version=4))
+    with tempfile.TemporaryDirectory(prefix="lumen-release-") as scratch:
+        course = make_course(Path(scratch))
+        nbgrader(course, "generate_assignment", ASSIGNMENT, "--force")
+        return (course / "release" / ASSIGNMENT / NOTEBOOK).read_text(encoding="utf-8")
+
+
+def render() -> str:
+    """The learner's lab.ipynb: nbgrader's release of the source notebook."""
+    return _render(_inputs_digest())
