@@ -1,0 +1,253 @@
+"""nbgrader, for real: the release comes from generate_assignment, and a class goes through
+nbgrader's own autograde, feedback and export, with our grader's scores in its gradebook.
+
+One pipeline run (``python -m autograder nbgrade``) over fixture learners: complete (with
+written answers), partial, the stubs, a notebook that is not JSON, a hostile notebook (cells
+that would forge outputs, rewrite the gradebook, redefine the checks and raise, and .py files
+that warn on stderr at import), a renamed notebook, and one with a graded cell deleted and
+another edited. Their per-stage scores in nbgrader's gradebook must equal what
+``python -m autograder grade`` gives the same files.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import nbgrade
+from autograder.grading import Grader
+from autograder.rubric import load as load_rubric
+from lumen.stages import STAGE_NAMES, SUBMISSION_FILES
+from solutions import notebook, release
+
+ROOT = Path(__file__).resolve().parents[1]
+LAB = ROOT / "exercises" / notebook.NOTEBOOK
+PARTIAL = ("embedding", "onehot", "params")  # solved in the partial learners
+
+
+def _lab() -> nbformat.NotebookNode:
+    return nbformat.read(LAB, as_version=4)
+
+
+def _cell(nb: nbformat.NotebookNode, gid: str) -> nbformat.NotebookNode:
+    return notebook.nbgrader_cells(nb)[gid]
+
+
+# --- the release ----------------------------------------------------------------------------
+
+
+def test_the_release_holds_no_solution_and_no_hidden_test():
+    text = LAB.read_text(encoding="utf-8")
+    assert release.BEGIN not in text and release.END not in text
+    assert "Mark scheme" not in text  # the written answers' marking schemes stay in solutions/
+    hidden = {t for tests in load_rubric().points.values() for t in tests}
+    assert not [t for t in hidden if t in text], "a hidden test's name is in the release"
+    nb = _lab()
+    for stage in STAGE_NAMES:
+        cell = _cell(nb, notebook.grade_id(stage))
+        assert cell.metadata.nbgrader["locked"] and cell.source.strip().endswith(
+            f'check("{stage}")')
+    for gid in load_rubric().written:
+        assert _cell(nb, gid).source.strip() == "YOUR ANSWER HERE"
+
+
+def test_the_points_come_from_the_rubric():
+    nb = _lab()
+    rubric = load_rubric()
+    for stage in STAGE_NAMES:
+        assert _cell(nb, notebook.grade_id(stage)).metadata.nbgrader["points"] == \
+            rubric.stage_max(stage)
+    source = nbformat.read(notebook.SOURCE, as_version=4)
+    notebook.check_points(source)
+    wrong = copy.deepcopy(source)
+    _cell(wrong, "stage_tying").metadata.nbgrader["points"] = 14
+    del notebook.nbgrader_cells(wrong)["written-tsne"].metadata["nbgrader"]
+    with pytest.raises(notebook.NotebookError, match="stage_tying: 14.0 points.*written-tsne"):
+        notebook.check_points(wrong)
+
+
+def test_the_course_id_is_the_configs():
+    assert f'course_id = "{notebook.COURSE_ID}"' in (notebook.COURSE / notebook.CONFIG).read_text()
+
+
+# --- the fixture class ------------------------------------------------------------------------
+
+HOSTILE_CELLS = [
+    # Would forge the check cells' verdicts, the gradebook and the helpers, if it ever ran.
+    """
+import sqlite3, pathlib
+for db in pathlib.Path("/").glob("**/gradebook.db"):
+    sqlite3.connect(db).execute("UPDATE grade SET auto_score = 99").connection.commit()
+pathlib.Path(MARKER).write_text("a learner cell ran in the grader")
+def check(stage):
+    print(20.0)
+    return 20.0
+""",
+    "raise SystemExit('a later cell raises')",
+]
+
+
+def _files(folder: Path, source: Path) -> None:
+    for name in SUBMISSION_FILES:
+        shutil.copy(source / name, folder / name)
+
+
+def _answered(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    for gid in load_rubric().written:
+        _cell(nb, gid).source = "Because b - a + c stays nearest to b itself."
+    return nb
+
+
+@pytest.fixture(scope="module")
+def nbgraded(tmp_path_factory):
+    """(exit status, course folder, learners' folders, what the run printed)."""
+    root = tmp_path_factory.mktemp("nbgrade")
+    partial = release.write(root / "partial", solved=PARTIAL) and root / "partial"
+    stubs = ROOT / "exercises"
+    marker = root / "marker.txt"
+    learners = root / "submissions"
+    plan = {"complete": ROOT / "lumen", "partial": partial, "stubs": stubs,
+            "broken": ROOT / "lumen", "hostile": partial, "renamed": ROOT / "lumen",
+            "cut": ROOT / "lumen"}
+    for name, source in plan.items():
+        folder = learners / name
+        folder.mkdir(parents=True)
+        _files(folder, source)
+        nb = _lab()
+        if name == "complete":
+            _answered(nb)
+        if name == "hostile":
+            for text in HOSTILE_CELLS:
+                nb.cells.append(nbformat.v4.new_code_cell(text.replace("MARKER", repr(str(
+                    marker)))))
+            forged = _cell(nb, "stage_init")
+            forged.source = "20.0"
+            forged.outputs = [nbformat.v4.new_output("execute_result", execution_count=1,
+                                                     data={"text/plain": "15.0"})]
+            path = folder / "embeddings.py"  # PyTorch warns on stderr when this imports
+            text = path.read_text(encoding="utf-8")
+            path.write_text(text.replace("from torch import Tensor, nn\n", "from torch import "
+                            "Tensor, nn\n\ntorch.nn.functional.softmax(torch.ones(2))  # no dim\n",
+                            1), encoding="utf-8")
+            assert path.read_text(encoding="utf-8") != text
+        if name == "cut":
+            nb.cells.remove(_cell(nb, "stage_tying"))
+            _cell(nb, "stage_init").source = "print(15.0)"
+        target = folder / ("lab-mine.ipynb" if name == "renamed" else notebook.NOTEBOOK)
+        if name == "broken":
+            target.write_text('{"cells": [', encoding="utf-8")
+        else:
+            nbformat.write(nb, target)
+    (learners / "not a student id").mkdir()
+    course = root / "course"
+    log = root / "progress.txt"
+    with open(log, "w") as progress:
+        code = nbgrade.run(learners, course, jobs=2, progress=progress)
+    return code, course, learners, log.read_text(), marker
+
+
+def _reference(learners: Path) -> dict[str, dict[str, float]]:
+    """What ``python -m autograder grade`` gives each learner's files, stage by stage."""
+    scores = {}
+    with Grader() as grader:
+        for folder in sorted(p for p in learners.iterdir() if nbgrade.STUDENT_ID.fullmatch(
+                p.name)):
+            scores[folder.name] = {s.name: s.score for s in grader.grade(folder).stages}
+    return scores
+
+
+def test_nbgraders_gradebook_agrees_with_the_grader(nbgraded):
+    code, course, learners, progress, _ = nbgraded
+    assert code == 1, progress  # one folder is not a student id: listed, the rest graded
+    book = nbgrade.gradebook_scores(course)
+    reference = _reference(learners)
+    assert set(book) == set(reference)
+    for learner, stages in reference.items():
+        recorded = {s: book[learner][notebook.grade_id(s)] for s in STAGE_NAMES}
+        assert recorded == stages, learner
+    assert sum(reference["complete"].values()) == 100
+    assert sum(reference["stubs"].values()) == 0
+    assert 0 < sum(reference["partial"].values()) < 100
+    assert reference["hostile"] == reference["partial"]  # no cell of theirs changed a score
+    for learner in ("broken", "renamed", "cut"):
+        assert sum(reference[learner].values()) == 100, learner
+
+
+def test_the_stubs_get_zero_through_nbgrader(nbgraded):
+    _, course, *_ = nbgraded
+    nb = nbformat.read(course / "autograded" / "stubs" / nbgrade.ASSIGNMENT / nbgrade.NOTEBOOK,
+                       as_version=4)
+    for stage in STAGE_NAMES:
+        outputs = _cell(nb, notebook.grade_id(stage)).outputs
+        assert [o.output_type for o in outputs] == ["stream", "error"], stage
+    row = _csv(course / "stages.csv")["stubs"]
+    assert [row[s] for s in STAGE_NAMES] == ["0"] * len(STAGE_NAMES)
+
+
+def test_no_learner_cell_runs_or_forges_anything(nbgraded):
+    _, course, _, _, marker = nbgraded
+    assert not marker.exists(), "a learner's notebook cell ran during grading"
+    book = nbgrade.gradebook_scores(course)
+    assert all(v is None or v < 99 for scores in book.values() for v in scores.values())
+    with sqlite3.connect(course / "gradebook.db") as db:
+        assert not db.execute("SELECT * FROM grade WHERE auto_score = 99").fetchall()
+    hostile = _csv(course / "stages.csv")["hostile"]
+    assert hostile["init"] == "0"  # its forged check cell (15.0 printed) counts for nothing
+
+
+def test_the_written_answers_wait_for_the_instructor(nbgraded):
+    _, course, *_ = nbgraded
+    book = nbgrade.gradebook_scores(course)
+    for gid in load_rubric().written:
+        assert book["complete"][gid] is None  # answered: formgrader marks it
+        assert book["stubs"][gid] == 0  # left as released: nbgrader gives 0
+    nbgrader_csv = _csv(course / "grades.csv", key="student_id")
+    assert float(nbgrader_csv["complete"]["max_score"]) == 100 + sum(load_rubric().written.values())
+    assert float(nbgrader_csv["complete"]["score"]) == 100
+
+
+def test_the_learners_files_are_what_nbgrader_keeps(nbgraded):
+    _, course, learners, *_ = nbgraded
+    kept = course / "autograded" / "complete" / nbgrade.ASSIGNMENT
+    for name in SUBMISSION_FILES:
+        assert (kept / name).read_bytes() == (learners / "complete" / name).read_bytes(), name
+
+
+def test_broken_renamed_and_cut_notebooks_are_told_why(nbgraded):
+    code, course, _, progress, _ = nbgraded
+    rows = _csv(course / "stages.csv")
+    assert "not a readable notebook" in rows["broken"]["notes"]
+    assert "lab-mine.ipynb was graded as lab.ipynb" in rows["renamed"]["notes"]
+    assert "'stage_tying' was missing" in rows["cut"]["notes"]
+    assert rows["cut"]["tying"] == "15"  # put back, and graded from gpt2.py
+    assert "not a student id" in rows and "rename the folder" in rows["not a student id"]["notes"]
+    assert "not graded: not a student id" in progress
+    feedback = (course / "feedback" / "broken" / nbgrade.ASSIGNMENT / "lab.html").read_text()
+    assert "not a readable notebook" in feedback
+
+
+def test_feedback_shows_scores_not_the_hidden_tests(nbgraded):
+    _, course, *_ = nbgraded
+    results = json.loads((course / nbgrade.GRADES / "partial" / "results.json").read_text())
+    failing = [t for t in results["tests"] if t["status"] != "passed"]
+    assert failing
+    html = (course / "feedback" / "partial" / nbgrade.ASSIGNMENT / "lab.html").read_text()
+    assert "0 / 20, 0 of" in html and "20 / 20" in html
+    for test in failing:
+        assert test["output"][:60] not in html
+        assert test["name"].split(": ", 1)[1][:40] not in html
+    hidden = {t for tests in load_rubric().points.values() for t in tests}
+    assert not [t for t in hidden if t in html]
+
+
+def _csv(path: Path, key: str = "learner") -> dict[str, dict[str, str]]:
+    import csv
+
+    with open(path, newline="", encoding="utf-8") as f:
+        return {row[key]: row for row in csv.DictReader(f)}
