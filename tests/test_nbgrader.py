@@ -251,3 +251,26 @@ def _csv(path: Path, key: str = "learner") -> dict[str, dict[str, str]]:
 
     with open(path, newline="", encoding="utf-8") as f:
         return {row[key]: row for row in csv.DictReader(f)}
+
+
+@pytest.mark.parametrize("solved", [False, True], ids=["stub", "written"])
+def test_a_check_cell_asserts_the_stages_visible_tests(tmp_path, solved):
+    """In the learner's own kernel (JupyterLab, nbgrader validate), a check cell runs the
+    stage's visible tests: it fails on the stub and passes once the stage is written."""
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    package = tmp_path / "embedding_layer"  # nbgrader's folder name: a package all the same
+    release.write(package, solved=["params"] if solved else [])
+    shutil.copytree(ROOT / "exercises" / "tests", package / "tests", dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    nb = _lab()
+    nb.cells = [_cell(nb, "setup"), _cell(nb, "stage_params")]
+    client = NotebookClient(nb, timeout=300, kernel_name="python3",
+                            resources={"metadata": {"path": str(package)}})
+    if solved:
+        client.execute()
+        assert "passed" in nb.cells[1].outputs[0]["text"]
+    else:
+        with pytest.raises(CellExecutionError, match="stage 'params': some visible tests fail"):
+            client.execute()
