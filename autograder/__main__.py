@@ -3,6 +3,8 @@
 ``python -m autograder grade-batch SUBMISSIONS --out grades.csv``: grade a class, one folder or
 .zip per learner, resumably (see ``autograder/batch.py``); exit status 0 when every learner was
 graded, 1 when some could not be (a rerun retries them), 2 when the batch stopped.
+``--export canvas,moodle,csv --roster roster.csv`` adds the gradebook files an LMS imports
+(``autograder/exports.py``); a roster it cannot use stops it before grading, with the reason.
 
 Exit status 0 whenever grading finished, whatever the score; 2 when the grader itself could not
 run or failed on its side (a broken rubric, a worker that cannot start, an internal error in a
@@ -29,6 +31,17 @@ def _stages(value: str) -> list[str]:
     if unknown:
         raise argparse.ArgumentTypeError(f"unknown stage(s) {', '.join(unknown)}; the stages "
                                          f"are {', '.join(STAGE_NAMES)}")
+    return names
+
+
+def _formats(value: str) -> list[str]:
+    from .exports import FORMATS
+
+    names = [s for s in value.split(",") if s]
+    unknown = [s for s in names if s not in FORMATS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown export(s) {', '.join(unknown) or value!r}; "
+                                         f"the formats are {', '.join(FORMATS)}")
     return names
 
 
@@ -68,6 +81,14 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--jobs", type=int, default=2,
                    help="grading processes, each a warm worker (default 2)")
     b.add_argument("--force", action="store_true", help="regrade learners graded before")
+    b.add_argument("--export", action="append", type=_formats, metavar="FORMAT[,FORMAT]",
+                   help="also write the gradebook files an LMS imports, next to --out: "
+                        "canvas, moodle, csv (needs --roster)")
+    b.add_argument("--roster", type=Path,
+                   help="the CSV mapping submission names to learners' LMS ids (README.md, "
+                        "'Gradebook exports')")
+    b.add_argument("--assignment", help="the gradebook column's name (default 'The Embedding "
+                                        "Layer'; Canvas: 'Name (id)' updates that assignment)")
     n = commands.add_parser("nbgrade", help="grade a class through nbgrader: a folder per "
                             "learner (lab.ipynb and the .py files), into nbgrader's gradebook")
     n.add_argument("submissions", type=Path, help="the folder of learners' folders")
@@ -115,9 +136,29 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: --out {args.out}: name the CSV with its suffix (grades.csv); the "
                   "per-learner folder takes the name without it", file=sys.stderr)
             return 2
+        exports = [f for chosen in args.export or [] for f in chosen]
+        roster = None
+        if exports or args.roster:
+            from .exports import RosterError, check_roster, load_roster
+
+            if not args.roster:
+                print("error: --export needs --roster ROSTER.csv, which maps each submission "
+                      "name to the learner's LMS ids (README.md, 'Gradebook exports')",
+                      file=sys.stderr)
+                return 2
+            try:  # before grading: a roster problem costs no grading time
+                roster = load_roster(args.roster)
+                check_roster(roster, exports)
+            except RosterError as error:
+                print(f"error: {error}", file=sys.stderr)
+                return 2
+            if not exports:
+                print("note: --roster without --export writes no gradebook file; add "
+                      "--export canvas, moodle or csv", file=sys.stderr)
         return run(args.submissions, args.out, jobs=args.jobs, force=args.force,
                    device=args.device, sandbox=args.sandbox, stages=stages,
-                   visibility=args.visibility, probe_seconds=args.probe_seconds)
+                   visibility=args.visibility, probe_seconds=args.probe_seconds,
+                   exports=exports, roster=roster, assignment=args.assignment)
 
     if not args.path.exists():
         print(f"error: no submission at {args.path}", file=sys.stderr)

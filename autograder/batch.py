@@ -13,6 +13,8 @@ grades/)::
     grades/summary.md           per-stage averages, the histogram, the diagnosed mistakes
                                 (one row per mistake id, each learner once) and their messages
     grades/histogram.png        the score histogram
+    grades-canvas.csv, ...      with --export canvas,moodle,csv and --roster: the gradebook
+                                files an LMS imports (``autograder/exports.py``)
 
 A learner whose results.json exists is skipped, so a killed batch resumes where it stopped
 (``--force`` regrades everyone); Ctrl-C and SIGTERM write the CSV and summary first. Every file
@@ -337,11 +339,16 @@ def _terminate_as_interrupt() -> Iterator[None]:
 def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
         device: str = "auto", sandbox: str = "auto", stages: list[str] | None = None,
         visibility: str = "after_due_date", out_dir: Path | None = None,
-        progress=None, probe_seconds: float | None = None) -> int:
+        progress=None, probe_seconds: float | None = None, exports: list[str] | None = None,
+        roster=None, assignment: str | None = None) -> int:
     """Grade every learner in ``submissions``; write ``out`` (the CSV) and ``out_dir``.
 
+    ``exports`` (``exports.FORMATS``) with a checked ``exports.Roster``: the gradebook files
+    an LMS imports, next to ``out``, named ``assignment`` there.
+
     Returns the exit status: 0 all graded, 1 some learners could not be graded (see the
-    CSV's notes; a rerun retries them), 2 the batch stopped (a broken rubric or grader).
+    CSV's notes; a rerun retries them), 2 the batch stopped (a broken rubric or grader) or
+    the gradebook files could not be written.
     """
     progress = progress or sys.stderr  # the progress bar: a line per learner
     out_dir = out_dir or default_out_dir(out)
@@ -430,10 +437,33 @@ def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
         print(f"graded {state['graded']} learners in {elapsed:.1f} s "
               f"({elapsed / max(state['done'], 1):.2f} s each)", file=progress)
     print(f"wrote {out}, {out_dir / SUMMARY}", file=progress)
+    exported = _write_exports(out, rows, exports, roster, assignment, progress)
     if state["fatal"]:
         print(f"error: the batch stopped: {state['fatal']}", file=progress)
         return 2
+    if not exported:
+        return 2
     return 1 if any(row["total"] is None for row in rows) else 0
+
+
+def _write_exports(out: Path, rows: list[dict], formats: list[str] | None, roster,
+                   assignment: str | None, progress) -> bool:
+    """The gradebook files (``autograder/exports.py``), and who is not in them and why;
+    False if they could not be written."""
+    if not formats:
+        return True
+    from .exports import DEFAULT_ASSIGNMENT, write_exports
+
+    try:
+        written, messages = write_exports(out, rows, roster, formats,
+                                          assignment or DEFAULT_ASSIGNMENT)
+    except OSError as error:
+        print(f"error: the gradebook files could not be written ({error})", file=progress)
+        return False
+    print(f"wrote {', '.join(str(p) for p in written)}", file=progress)
+    for message in messages:
+        print(f"note: {message}", file=progress)
+    return True
 
 
 # --- the class CSV and summary, rebuilt from results.json --------------------------------------

@@ -1,0 +1,225 @@
+"""Gradebook files an LMS imports: ``grade-batch --export canvas,moodle,csv --roster roster.csv``.
+
+grades.csv is keyed by submission folder names; an LMS knows its learners by its own ids. The
+roster (a CSV the instructor writes, one row per learner) maps one to the other::
+
+    submission,name,canvas_id,sis_user_id,sis_login_id,section,email
+    alice,"Adams, Alice",1234,S001,aadams,Section A,alice@uni.example
+
+``submission`` is the folder or zip name in SUBMISSIONS (without .zip); the other columns are
+read by the formats that need them, in any order, named case-insensitively. Written next to
+grades.csv, from the same rows (``batch.collect``):
+
+- ``grades-canvas.csv``: Canvas's gradebook layout (its own export's: Student, ID,
+  SIS User ID, SIS Login ID, Section, then one column per assignment, "Name (id)", and the
+  "Points Possible" row). Canvas matches a learner by ID, SIS User ID or SIS Login ID and an
+  assignment by the id in parentheses; a column without one makes a new assignment.
+- ``grades-moodle.csv``: an identifier column (email, else username, else ID number) and the
+  grade column, for Moodle's "Import grades: CSV file", which maps the first to a user field
+  ("Map from" / "Map to") and the second to a grade item.
+- ``grades-roster.csv``: the roster's columns, then the total and a column per stage.
+
+A learner is exported only with a grade: one not graded (see grades.csv's notes), one in the
+roster without a submission and a submission missing from the roster are each listed, never
+dropped silently, and their LMS grades are left as they are.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from lumen.stages import STAGE_NAMES
+
+from .report import write_atomic
+from .rubric import TOTAL
+from .untrusted import MAX_NAME, clean_text
+
+FORMATS = ("canvas", "moodle", "csv")
+DEFAULT_ASSIGNMENT = "The Embedding Layer"
+#: Canvas's identity columns, in its export's order, and the roster column for each.
+CANVAS_COLUMNS = (("Student", "name"), ("ID", "canvas_id"), ("SIS User ID", "sis_user_id"),
+                  ("SIS Login ID", "sis_login_id"), ("Section", "section"))
+CANVAS_KEYS = ("canvas_id", "sis_user_id", "sis_login_id")  # what Canvas matches a learner by
+#: Moodle's identifiers, first present wins: roster column -> the label of Moodle's user field.
+MOODLE_IDS = {"email": "Email address", "username": "Username", "idnumber": "ID number"}
+
+
+class RosterError(ValueError):
+    """The roster cannot be used as it stands; the message names the problem and the fix."""
+
+
+@dataclass
+class Roster:
+    path: Path
+    columns: list[str]  # normalised names, in the file's order
+    rows: dict[str, dict[str, str]]  # submission -> its row
+
+    def moodle_id(self) -> str | None:
+        return next((c for c in MOODLE_IDS if c in self.columns), None)
+
+
+def _column(name: str) -> str:
+    """A header as the roster's keys: "SIS User ID" -> "sis_user_id"."""
+    return re.sub(r"[\s\-]+", "_", name.strip().lower())
+
+
+def load_roster(path: Path) -> Roster:
+    """The roster at ``path``, checked: a header with ``submission``, one row per learner."""
+    where = clean_text(str(path), 300)
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")  # Excel writes a byte-order mark
+    except FileNotFoundError:
+        raise RosterError(f"no roster at {where}: give --roster the CSV that maps submission "
+                          "names to learners") from None
+    except UnicodeDecodeError:
+        raise RosterError(f"{where} is not UTF-8 text: save it as 'CSV UTF-8'") from None
+    except OSError as error:
+        raise RosterError(f"cannot read {where}: {error}") from None
+    reader = csv.reader(io.StringIO(text))
+    header = next(reader, None)
+    if not header or not any(h.strip() for h in header):
+        raise RosterError(f"{where} is empty: its first line must name the columns, "
+                          "submission first (see README.md, 'Gradebook exports')")
+    columns = [_column(h) for h in header]
+    if "submission" not in columns:
+        raise RosterError(f"{where} has no 'submission' column (it has: "
+                          f"{', '.join(h for h in header if h.strip()) or 'none'}): add one "
+                          "holding each learner's submission folder or zip name")
+    repeated = sorted({c for c in columns if c and columns.count(c) > 1})
+    if repeated:
+        raise RosterError(f"{where} names the column(s) {', '.join(repeated)} more than once: "
+                          "keep one of each")
+    rows: dict[str, dict[str, str]] = {}
+    line_of: dict[str, int] = {}
+    problems = []
+    for line, values in enumerate(reader, start=2):
+        if not any(v.strip() for v in values):
+            continue  # a blank line
+        if len(values) > len(columns):
+            problems.append(f"line {line} has {len(values)} cells but the header {len(columns)}"
+                            " (a comma inside a name needs quotes)")
+            continue
+        row = {c: v.strip() for c, v in zip(columns, values, strict=False) if c}
+        submission = row.get("submission", "").removesuffix(".zip")
+        if not submission:
+            problems.append(f"line {line} has no submission")
+        elif submission in rows:
+            problems.append(f"lines {line_of[submission]} and {line} both name submission "
+                            f"{clean_text(submission, MAX_NAME)!r}")
+        else:
+            rows[submission], line_of[submission] = row, line
+    if problems:
+        raise RosterError(f"{where}: " + "; ".join(problems[:10])
+                          + (f"; and {len(problems) - 10} more" if len(problems) > 10 else "")
+                          + ": each row needs the submission name of one learner")
+    return Roster(Path(path), [c for c in columns if c], rows)
+
+
+def check_roster(roster: Roster, formats: list[str]) -> None:
+    """Every chosen format finds what it needs in ``roster``, for every learner."""
+    where = clean_text(str(roster.path), 300)
+    has = ", ".join(roster.columns)
+    if "canvas" in formats:
+        if not any(k in roster.columns for k in CANVAS_KEYS):
+            raise RosterError(f"--export canvas: {where} needs a column canvas_id, sis_user_id "
+                              f"or sis_login_id (Canvas matches learners by them); it has: {has}")
+        blank = [s for s, row in roster.rows.items() if not any(row.get(k) for k in CANVAS_KEYS)]
+        if blank:
+            raise RosterError(f"--export canvas: {len(blank)} learner(s) of {where} have no "
+                              f"canvas_id, sis_user_id or sis_login_id: {_names(blank)}; fill "
+                              "them in (Canvas's gradebook export lists them)")
+    if "moodle" in formats:
+        column = roster.moodle_id()
+        if column is None:
+            raise RosterError(f"--export moodle: {where} needs a column email, username or "
+                              f"idnumber (Moodle maps learners by one); it has: {has}")
+        blank = [s for s, row in roster.rows.items() if not row.get(column)]
+        if blank:
+            raise RosterError(f"--export moodle: {len(blank)} learner(s) of {where} have no "
+                              f"{column}: {_names(blank)}; fill them in")
+
+
+def _names(names: list[str], shown: int = 20) -> str:
+    text = ", ".join(clean_text(n, MAX_NAME) for n in names[:shown])
+    return text + (f" and {len(names) - shown} more" if len(names) > shown else "")
+
+
+def _number(x: float) -> str:
+    return f"{x:g}"
+
+
+def _csv(rows: list[list[str]]) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(rows)
+    return buffer.getvalue()
+
+
+def canvas(graded: list[tuple[dict, dict]], assignment: str, points: float = TOTAL) -> str:
+    """Canvas's gradebook CSV: the identity columns, the assignment, the Points Possible row."""
+    header = [label for label, _ in CANVAS_COLUMNS] + [assignment]
+    lines = [header, ["    Points Possible", "", "", "", "", _number(points)]]
+    for person, row in graded:
+        lines.append([person.get(key, "") for _, key in CANVAS_COLUMNS] + [_number(row["total"])])
+    return _csv(lines)
+
+
+def moodle(graded: list[tuple[dict, dict]], assignment: str, column: str) -> str:
+    """Moodle's CSV grade import: the identifier, then the grade."""
+    lines = [[MOODLE_IDS[column], assignment]]
+    lines += [[person[column], _number(row["total"])] for person, row in graded]
+    return _csv(lines)
+
+
+def roster_csv(graded: list[tuple[dict, dict]], columns: list[str]) -> str:
+    """The roster's columns, then the total and each stage (empty where not graded)."""
+    lines = [[*columns, "total", *STAGE_NAMES]]
+    for person, row in graded:
+        stages = [_number(row["stages"][s]) if s in row["stages"] else "" for s in STAGE_NAMES]
+        lines.append([person.get(c, "") for c in columns] + [_number(row["total"]), *stages])
+    return _csv(lines)
+
+
+def path_for(out: Path, fmt: str) -> Path:
+    """Next to grades.csv: grades-canvas.csv, grades-moodle.csv, grades-roster.csv."""
+    return out.with_name(f"{out.stem}-{'roster' if fmt == 'csv' else fmt}{out.suffix}")
+
+
+def write_exports(out: Path, rows: list[dict], roster: Roster, formats: list[str],
+                  assignment: str = DEFAULT_ASSIGNMENT) -> tuple[list[Path], list[str]]:
+    """Write each format next to ``out`` from the batch's ``rows``; (the files, the messages
+    that list every learner not exported and why)."""
+    by_id = {row["learner"]: row for row in rows}
+    graded = [(person, by_id[s]) for s, person in roster.rows.items()
+              if s in by_id and by_id[s]["total"] is not None]
+    messages = []
+    unlisted = [r["learner"] for r in rows if r["learner"] not in roster.rows]
+    if unlisted:
+        messages.append(f"{len(unlisted)} submission(s) have no learner in the roster, so no "
+                        f"gradebook row: {_names(unlisted)}; add them to the roster (column "
+                        "submission) and rerun")
+    absent = [s for s in roster.rows if s not in by_id]
+    if absent:
+        messages.append(f"{len(absent)} learner(s) of the roster have no submission, so no "
+                        f"gradebook row (their LMS grade is left as it is): {_names(absent)}")
+    ungraded = [s for s in roster.rows if s in by_id and by_id[s]["total"] is None]
+    if ungraded:
+        messages.append(f"{len(ungraded)} learner(s) are not graded (grades.csv's notes say "
+                        f"why), so no gradebook row: {_names(ungraded)}")
+    written = []
+    for fmt in dict.fromkeys(formats):  # each once, in the order asked
+        if fmt == "canvas":
+            text = canvas(graded, assignment)
+        elif fmt == "moodle":
+            text = moodle(graded, assignment, roster.moodle_id())
+        elif fmt == "csv":
+            text = roster_csv(graded, roster.columns)
+        else:
+            raise ValueError(f"unknown export {fmt!r}; the formats are {', '.join(FORMATS)}")
+        path = path_for(out, fmt)
+        write_atomic(path, text)
+        written.append(path)
+    return written, messages
