@@ -19,8 +19,18 @@ and, once stage params is written, the chapter's parameter calculator::
 
     python -m exercises.params gpt2 --untied
 
-tokenizer.py, vectors.py, explore.py and stages.py are given code: read them, no need to
-change them. rules.py is the grader's own checker of the rules at the top of embeddings.py:
+The chapter, live: its examples, its six figures and its interactive page, on your code::
+
+    python -m exercises tokens "The cat sat"
+    python -m exercises neighbours cat
+    python -m exercises analogy man king woman
+    python -m exercises params llama3-8b --dtype bf16
+    python -m exercises figures --out figures
+    python -m exercises explore --out explore.html
+
+tokenizer.py, vectors.py, explore.py, stages.py, and cli.py with what it runs (live.py,
+figures.py, page.py, page.html) are given code: read them, no need to change them. rules.py
+is the grader's own checker of the rules at the top of embeddings.py:
 ``python -m exercises.rules`` runs it on your files. This file imports nothing, so importing
 one module stays cheap.
 """

@@ -181,10 +181,20 @@ def _random_dots(std: float, d: int, n: int = 512) -> torch.Tensor:
     return (rows[:n] @ rows[n:].T).flatten()  # independent pairs: no row meets itself
 
 
+def _looked_up(words: WordVectors, names: list[str]) -> torch.Tensor:
+    """The rows of ``names``, looked up by your Embedding holding GloVe's table, ``(n, 50)``."""
+    with placeholders_until_init():
+        emb = Embedding(*words.E.shape)  # (V, 50), then GloVe's numbers in it
+    with torch.set_grad_enabled(False):
+        emb.weight.copy_(words.E)
+        return emb(torch.tensor([words.id(w) for w in names]))
+
+
 def _pca_panel(ax: Axes, words: WordVectors) -> None:
-    """GloVe clusters projected on their two directions of greatest variance."""
+    """GloVe clusters, looked up by your Embedding (stage 'embedding'), projected on their two
+    directions of greatest variance."""
     names = [w for ws in CLUSTERS.values() for w in ws]
-    X = words.E[[words.id(w) for w in names]]  # (n, 50)
+    X = _looked_up(words, names)  # (n, 50)
     X = X - X.mean(dim=0)
     _, _, Vh = torch.linalg.svd(X, full_matrices=False)
     xy = X @ Vh[:2].T  # (n, 2)
@@ -260,7 +270,11 @@ def save_figure(path: Path, words: WordVectors | None) -> None:
         left.text(0.5, 0.5, "GloVe is not installed: pip install -r requirements.txt", ha="center")
         left.set_axis_off()
     else:
-        _pca_panel(left, words)
+        try:
+            _pca_panel(left, words)
+        except NotImplementedError as error:
+            left.clear()
+            _not_yet(left, error, "embedding")
     try:
         with torch.set_grad_enabled(False):  # looking, not training
             _dots_panel(right)

@@ -1,5 +1,5 @@
-# Generated from autograder/sandboxed/meta_device.py by `make stubs`: the grader's own code, which the visible tests use.
-# Learners: nothing to write here. Course staff: edit autograder/sandboxed/meta_device.py.
+# Generated from autograder/sandboxed/meta_device.py by `make stubs`: the grader's code,
+# which the visible tests use. Learners: nothing to write here. Course staff: edit that file.
 """The meta device with the values kept behind it: how a machine without a GPU checks devices.
 
 Code that creates its tensors on a fixed device (``device="cpu"``, ``.cpu()``) instead of its

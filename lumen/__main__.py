@@ -1,0 +1,7 @@
+"""``python -m exercises COMMAND`` (this package's name): the chapter, live; see cli.py."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

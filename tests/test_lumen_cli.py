@@ -1,0 +1,211 @@
+"""``python -m lumen COMMAND`` (lumen/cli.py): the chapter's examples on one package's code.
+
+Against published numbers (GPT-2's ids for "The cat sat", Llama 3 8B's 8,030,261,248
+parameters) and PyTorch's own cosine over all 400,000 GloVe words; on the stubs every command
+skips what is not written with one line naming the stage, never a traceback; and the same
+commands run from an unpacked handout (``python -m exercises``, ``python -m exercises.cli``)
+and from the ``lumen`` console script.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+import torch.nn.functional as F
+
+from lumen import cli
+from lumen.live import impl_package
+from lumen.stages import SUBMISSION_FILES
+from lumen.vectors import load_glove
+from solutions import handout
+
+ROOT = Path(__file__).resolve().parents[1]
+SKIP_LINE = re.compile(
+    r"^  stage '(\w+)' not implemented yet - skipped \(([\w.]+) is still a stub\)$", re.M)
+
+
+@pytest.fixture(scope="module")
+def glove():
+    return load_glove()
+
+
+def run(capsys, *argv: str) -> tuple[int, str]:
+    code = cli.main(list(argv))
+    return code, capsys.readouterr().out
+
+
+def test_glove_loads_all_400000_words_in_under_2_seconds():
+    load_glove(1_000)  # the imports and the page cache, once
+    start = time.perf_counter()
+    words = load_glove()
+    seconds = time.perf_counter() - start
+    assert len(words.words) == 400_000 and words.E.shape == (400_000, 50)
+    assert seconds < 2.0, f"GloVe took {seconds:.2f} s to load"
+
+
+def test_tokens_gives_gpt2s_ids_and_their_text(capsys):
+    code, out = run(capsys, "tokens", "The cat sat")
+    assert code == 0
+    assert "464 3797 3332" in out  # the chapter's (and GPT-2's) ids
+    assert re.search(r"464\s+'The'", out) and re.search(r"3797\s+' cat'", out)
+    assert re.search(r"3332\s+' sat'", out)
+
+
+def _words_in(out: str) -> list[str]:
+    return re.findall(r"^\s+\d+\. (\S+)\s+-?\d\.\d{3}$", out, re.M)
+
+
+def test_neighbours_agree_with_torchs_cosine_over_all_words(capsys, glove):
+    code, out = run(capsys, "neighbours", "cat", "-k", "5")
+    assert code == 0 and "400,000 words" in out
+    sims = F.cosine_similarity(glove.E, glove.E[glove.id("cat")][None], dim=1)
+    sims[glove.id("cat")] = -2
+    expected = [glove.words[i] for i in sims.topk(5).indices.tolist()]
+    assert _words_in(out) == expected and expected[0] == "dog"
+
+
+def test_analogy_shows_both_sides_king_without_the_exclusion(capsys, glove):
+    code, out = run(capsys, "analogy", "man", "king", "woman", "-k", "3")
+    assert code == 0
+    rows = re.findall(r"^\s+\d\. (\S+)\s+\d\.\d{3}\s+\d\. (\S+)\s+\d\.\d{3}$", out, re.M)
+    man, king, woman = (glove.id(w) for w in ("man", "king", "woman"))
+    query = glove.E[king] - glove.E[man] + glove.E[woman]
+    sims = F.cosine_similarity(glove.E, query[None], dim=1)
+    kept = [glove.words[i] for i in sims.topk(3).indices.tolist()]
+    sims[[man, king, woman]] = -2
+    excluded = [glove.words[i] for i in sims.topk(3).indices.tolist()]
+    assert [r[0] for r in rows] == excluded and excluded[0] == "queen"
+    assert [r[1] for r in rows] == kept and kept[0] == "king"
+    assert "Nissim" in out
+
+
+def test_params_counts_llama3_8b_and_gpt2(capsys):
+    code, out = run(capsys, "params", "llama3-8b", "--dtype", "bf16")
+    assert code == 0
+    assert "128,256 x 4,096 = 525,336,576 of 8,030,261,248 parameters" in out
+    assert "untied" in out and f"memory at bf16: {2 * 8_030_261_248:,} bytes" in out
+    code, out = run(capsys, "params", "gpt2")
+    assert "of 124,439,808 parameters" in out and ", tied" in out
+    code, out = run(capsys, "params", "gpt2", "--untied")
+    assert "of 163,037,184 parameters" in out
+    code, out = run(capsys, "params", "gpt2-xl", "--dtype", "fp16")
+    assert f"memory at fp16: {2 * 1_557_611_200:,} bytes" in out
+
+
+def test_impl_is_chosen_as_the_visible_tests_choose_it(capsys, monkeypatch):
+    from exercises.tests.conftest import impl_package as tests_choice
+
+    for option, environ in ((None, {}), (None, {"LUMEN_IMPL": "lumen"}),
+                            ("lumen", {"LUMEN_IMPL": "other"})):
+        assert impl_package(option, "exercises", environ) == tests_choice(option, environ)
+    monkeypatch.setenv("LUMEN_IMPL", "exercises")
+    assert "running exercises's code" in run(capsys, "tokens", "a")[1]
+    assert "running lumen's code" in run(capsys, "--impl", "lumen", "tokens", "a")[1]
+    monkeypatch.delenv("LUMEN_IMPL")
+    assert "running lumen's code" in run(capsys, "tokens", "a")[1]  # lumen's own default
+    assert "running exercises's code" in run(capsys, "tokens", "a", "--impl", "exercises")[1]
+
+
+def test_on_the_stubs_each_command_skips_with_one_line_naming_the_stage(capsys, tmp_path):
+    expected = {
+        ("neighbours", "cat"): [("neighbours", "cosine_neighbours")],
+        ("analogy", "man", "king", "woman"): [("neighbours", "analogy")],
+        ("params", "gpt2"): [("params", "count_params")],
+        ("figures", "--out", str(tmp_path / "figures"), "--quick"): [
+            ("embedding", "Embedding.__init__"), ("neighbours", "cosine_similarity"),
+            ("params", "count_params"), ("embedding", "Embedding.__init__"),
+            ("embedding", "Embedding.__init__"), ("embedding", "Embedding.__init__")],
+        ("explore", "--out", str(tmp_path / "page.html")): [
+            ("embedding", "Embedding.__init__"), ("neighbours", "cosine_similarity"),
+            ("params", "count_params")],
+    }
+    for argv, skips in expected.items():
+        code, out = run(capsys, *argv, "--impl", "exercises")
+        assert code == 0, out
+        assert SKIP_LINE.findall(out) == skips, out
+        assert "Traceback" not in out
+    assert not list((tmp_path / "figures").iterdir())  # nothing drawn from stubs
+    assert (tmp_path / "page.html").stat().st_size > 10_000  # the page, with its notes
+
+
+def test_figures_command_saves_the_figures_it_could_draw(capsys, tmp_path):
+    code, out = run(capsys, "figures", "--out", str(tmp_path), "--only", "2,3")
+    assert code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["2-toy-map.png", "3-params.png"]
+    assert "king - man + woman -> queen" in out and "gpt2 (tied) 31.0%" in out
+    assert (tmp_path / "3-params.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(SystemExit):
+        cli.main(["figures", "--only", "7"])
+
+
+def _alone() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LUMEN_IMPL")}
+
+
+def _unpacked_handout(folder: Path) -> Path:
+    """What a learner unzips (handout.exercise_files: the committed exercises/, which
+    tests/test_release.py proves fresh, and the README), built without the zip for speed."""
+    for path in handout.exercise_files(handout.release.EXERCISES):
+        (folder / "exercises" / path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(handout.release.EXERCISES / path, folder / "exercises" / path)
+    shutil.copy(handout.README, folder / "README.md")
+    return folder
+
+
+def test_the_commands_run_from_a_handout_on_the_learners_code(tmp_path):
+    """Unpacked alone (no lumen/), a learner who has written every stage (lumen's three files
+    standing in) gets the real output from ``python -m exercises`` and ``exercises.cli``."""
+    folder = _unpacked_handout(tmp_path / handout.FOLDER)
+    assert not (folder / "lumen").exists()
+    for name in SUBMISSION_FILES:
+        shutil.copy(ROOT / "lumen" / name, folder / "exercises" / name)
+
+    def python(*argv: str) -> str:
+        done = subprocess.run([sys.executable, *argv], cwd=folder, env=_alone(),
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    out = python("-m", "exercises", "params", "llama3-8b")
+    assert "running exercises's code" in out and "525,336,576 of 8,030,261,248" in out
+    out = python("-m", "exercises.cli", "figures", "--out", "figs", "--only", "1,5,6", "--quick")
+    assert sorted(p.name for p in (folder / "figs").iterdir()) == [
+        "1-onehot.png", "5-onehot-cost.png", "6-init.png"]
+    python("-c", "import exercises.cli as c; c.main(['explore', '--out', 'page.html'])")
+    page = (folder / "page.html").read_text(encoding="utf-8")
+    assert '"impl":"exercises"' in page and '"skipped":[]' in page
+
+
+def test_the_lumen_console_script_is_declared_and_runs(tmp_path):
+    """pyproject's [project.scripts] names lumen.cli:main; a wheel built from this repository
+    installs a ``lumen`` command that runs it."""
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"lumen": "lumen.cli:main"}
+    source = tmp_path / "src"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".venv", ".git", "build", "exercises", "tests", "__pycache__", "*.egg-info", ".hypothesis",
+        "mutants", ".ruff_cache"))
+    built = tmp_path / "wheel"
+    subprocess.run([sys.executable, "-m", "pip", "-q", "wheel", str(source), "--no-deps",
+                    "--no-build-isolation", "-w", str(built)], check=True, capture_output=True,
+                   timeout=300)
+    with zipfile.ZipFile(next(built.glob("*.whl"))) as wheel:
+        entry_points = next(n for n in wheel.namelist() if n.endswith("entry_points.txt"))
+        assert "lumen = lumen.cli:main" in wheel.read(entry_points).decode()
+        wheel.extractall(tmp_path / "site")
+    assert (tmp_path / "site" / "lumen" / "page.html").is_file()  # the page's template ships
+    env = _alone() | {"PYTHONPATH": str(tmp_path / "site")}
+    done = subprocess.run(  # what the console script runs: lumen.cli's main
+        [sys.executable, "-c", "import sys, lumen.cli; sys.exit(lumen.cli.main())", "tokens",
+         "The cat sat"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "464 3797 3332" in done.stdout
