@@ -14,7 +14,7 @@ TORCH := $(or $(shell cat $(TORCH_STAMP) 2>/dev/null),torch==2.13.0)
 endif
 
 .PHONY: FORCE setup setup-dev sandbox grade grade-cuda test check lint stubs mutation benchmark clean \
-	benchmark-batch gradescope handout seeds gpu-check release
+	benchmark-batch gradescope handout seeds gpu-check browser release nbgrade benchmark-nbgrade
 
 $(VENV)/.python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else \
@@ -34,6 +34,7 @@ $(VENV)/.grading: requirements.txt $(TORCH_STAMP)
 	touch $@
 
 $(VENV)/.dev: $(VENV)/.grading requirements-dev.txt
+	@$(MAKE) --no-print-directory browser
 	$(PY) -m pip install -q -r requirements-dev.txt
 	touch $@
 
@@ -42,6 +43,12 @@ sandbox:                     ## bubblewrap for learner code, where we may instal
 	  (apt-get install -y -q bubblewrap >/dev/null 2>&1 || \
 	   (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q bubblewrap >/dev/null 2>&1)); } || \
 	  echo "note: bubblewrap (bwrap) is not installed; grading falls back to a plain process"
+
+browser:                     ## Chromium for the offline page's browser test, where we may install it
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  (apt-get install -y -q chromium >/dev/null 2>&1 || \
+	   (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1)); } || \
+	  echo "note: chromium is not installed (needs root and apt-get); tests/test_page.py's browser test will skip"
 
 setup: $(VENV)/.grading      ## the grading environment
 setup-dev: $(VENV)/.dev      ## plus what the repository's own tests need
@@ -72,14 +79,26 @@ seeds: setup-dev             ## every variant under 50 seeds: one verdict each, 
 benchmark: setup-dev         ## speed targets, as ratios measured side by side
 	$(PY) benchmarks/grade_speed.py
 
+benchmark-nbgrade: setup-dev ## make nbgrade vs. stock nbgrader autograde, seconds per learner (target: ratio <= 1)
+	$(PY) benchmarks/nbgrade_speed.py
+
 benchmark-batch: setup-dev   ## a class of 100 in one batch vs. one cold grade each (target 0.25)
 	$(PY) benchmarks/batch_speed.py
 
 gradescope: setup            ## build/autograder.zip: upload it to Gradescope as the autograder
 	$(PY) -m autograder.gradescope --out build/autograder.zip --torch "$(TORCH)"
 
+nbgrade: setup               ## grade SUBMISSIONS (a folder per learner: lab.ipynb + .py files) through nbgrader, in build/nbgrader
+	@test -n "$(SUBMISSIONS)" || { echo "make nbgrade SUBMISSIONS=DIR: the folder of learners' folders"; exit 2; }
+	$(PY) -m autograder nbgrade $(SUBMISSIONS)
+
 handout: setup               ## build/handout.zip: what learners receive (exercises/, README)
 	$(PY) -m solutions.handout --out build/handout.zip
+
+.PHONY: classroom
+classroom: setup             ## build/classroom/: a GitHub Classroom template repository (GRADER_REPO=owner/name: hidden suites)
+	$(PY) -m autograder.classroom template --out build/classroom \
+	  $(if $(GRADER_REPO),--mode hidden --grader-repository $(GRADER_REPO),--mode visible)
 
 lint: setup-dev
 	$(PY) -m ruff check .
