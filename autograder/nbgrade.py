@@ -46,6 +46,7 @@ REPO = Path(__file__).resolve().parents[1]
 ASSIGNMENT = "embedding_layer"
 NOTEBOOK = "lab.ipynb"
 GRADES = "lumen"  # the course folder's subfolder of our grader's results
+OURS = ".lumen-nbgrade"  # marks a submitted/ tree as this command's copy
 MAX_NOTEBOOK = 16 << 20
 STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}")
 FEEDBACK = ("scores", "messages")  # what a check cell's output shows the learner
@@ -250,6 +251,16 @@ def run(submissions: Path, course: Path, jobs: int = 2, device: str = "auto",
     progress = progress or sys.stderr
     started = time.perf_counter()
     course = course.resolve()
+    inside = submissions.resolve()
+    if course == inside or course in inside.parents or inside in course.parents:
+        raise NbgradeError(f"the submissions ({submissions}) and the course folder ({course}) "
+                           "are inside one another, and the course folder is rewritten: give "
+                           "--course a folder of its own")
+    submitted = course / "submitted"
+    if submitted.exists() and not (submitted / OURS).is_file():
+        raise NbgradeError(f"{submitted} holds submissions this command did not copy there "
+                           "(from nbgrader collect?): they are left alone; give --course a "
+                           "folder of its own, or pass that folder as SUBMISSIONS")
     prepare_course(course, feedback)
     release = nbformat.read(course / "release" / ASSIGNMENT / NOTEBOOK, as_version=4)
 
@@ -266,9 +277,11 @@ def run(submissions: Path, course: Path, jobs: int = 2, device: str = "auto",
                                     "_ . @ + -: rename the folder")
             continue
         learners.append(entry.name)
-    submitted = course / "submitted"
     if submitted.exists():
-        shutil.rmtree(submitted)  # a copy made here on an earlier run, rebuilt from the folder
+        shutil.rmtree(submitted)  # our copy from an earlier run, rebuilt from SUBMISSIONS
+    submitted.mkdir(parents=True)
+    (submitted / OURS).write_text("copied by python -m autograder nbgrade from "
+                                  f"{submissions.resolve()}; rebuilt on every run\n")
     for learner in learners:
         notes[learner] = collect(submissions / learner, submitted / learner / ASSIGNMENT, release)
 

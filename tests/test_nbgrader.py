@@ -274,3 +274,19 @@ def test_a_check_cell_asserts_the_stages_visible_tests(tmp_path, solved):
     else:
         with pytest.raises(CellExecutionError, match="stage 'params': some visible tests fail"):
             client.execute()
+
+
+def test_nothing_of_the_instructors_is_overwritten(tmp_path):
+    """nbgrade rebuilds the course's submitted/ from SUBMISSIONS: it refuses a course whose
+    submitted/ it did not write (nbgrader collect's), and folders inside one another."""
+    course = tmp_path / "course"
+    collected = course / "submitted" / "alice" / nbgrade.ASSIGNMENT
+    collected.mkdir(parents=True)
+    (collected / "lab.ipynb").write_text("{}")
+    (tmp_path / "class").mkdir()
+    with pytest.raises(nbgrade.NbgradeError, match="did not copy there"):
+        nbgrade.run(tmp_path / "class", course)
+    for submissions, where in ((course / "submitted", course), (tmp_path, course / "sub")):
+        with pytest.raises(nbgrade.NbgradeError, match="inside one another"):
+            nbgrade.run(submissions, where)
+    assert (collected / "lab.ipynb").read_text() == "{}"
