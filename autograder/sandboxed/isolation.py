@@ -25,13 +25,15 @@ import ctypes
 import os
 import resource
 import signal
+import sys
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
-MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x8, 0x4000, 0x40000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x1, 0x2, 0x4, 0x8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x20, 0x1000, 0x4000, 0x40000
 
 TMP_BYTES = 32 << 20  # a stage process's private /tmp (its files, and whatever it writes)
 SUBMISSION = "/tmp/submission"  # the learner's files, read-only to the learner
@@ -70,11 +72,37 @@ def _mount(source: bytes | None, target: str, kind: bytes | None, flags: int,
     _check(_libc.mount(source, target.encode(), kind, flags, options), f"mount {target}")
 
 
+def python_under_tmp() -> list[str]:
+    """Python's own folders that live under /tmp (a virtual environment in a clone made in a
+    temporary folder, as CI makes them), outermost only. The private /tmp would hide them, and
+    torch imports some of its modules lazily, on first use."""
+    found = set()
+    for path in {sys.prefix, sys.exec_prefix, sys.base_prefix, *sys.path}:
+        real = os.path.realpath(path or ".")
+        if real.startswith("/tmp/") and os.path.isdir(real):
+            found.add(real)
+    return sorted(p for p in found if not any(p.startswith(q + "/") for q in found))
+
+
+def _keep_read_only(path: str, fd: int) -> None:
+    """Bind the folder open as ``fd`` (under the /tmp now covered) at ``path``, read-only."""
+    os.makedirs(path, mode=0o755, exist_ok=True)  # root's, in the sticky /tmp: none can move it
+    _mount(f"/proc/self/fd/{fd}".encode(), path, None, MS_BIND | MS_REC)
+    if not os.statvfs(path).f_flag & os.ST_RDONLY:  # bwrap's --ro-bind is read-only already
+        _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
 def private_filesystem() -> None:
-    """In the new mount namespace: private /tmp and /dev/shm, and a /proc of our own."""
+    """In the new mount namespace: private /tmp and /dev/shm, and a /proc of our own; Python's
+    folders under /tmp, if any, stay visible there, read-only."""
     _mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing we mount propagates outside
+    kept = [(path, os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC))
+            for path in python_under_tmp()]
     size = f"size={TMP_BYTES},mode=1777".encode()
     _mount(b"tmpfs", "/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, size)
+    for path, fd in kept:
+        _keep_read_only(path, fd)
+        os.close(fd)
     if os.path.isdir("/dev/shm"):
         _mount(b"tmpfs", "/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=1777")
     _mount(b"proc", "/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
