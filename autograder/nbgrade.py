@@ -39,12 +39,15 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Enum, Unicode
 
 from lumen.stages import STAGE_NAMES, SUBMISSION_FILES, stage
+from solutions import notebook
+from solutions.notebook import ASSIGNMENT, NOTEBOOK, grade_id, nbgrader_cells
 
 from .untrusted import clean_text
 
+#: A stage's check cell in the lab notebook -> the stage (grade ids: solutions/notebook.py).
+CHECK_CELLS = {grade_id(s): s for s in STAGE_NAMES}
+
 REPO = Path(__file__).resolve().parents[1]
-ASSIGNMENT = "embedding_layer"
-NOTEBOOK = "lab.ipynb"
 GRADES = "lumen"  # the course folder's subfolder of our grader's results
 OURS = ".lumen-nbgrade"  # marks a submitted/ tree as this command's copy
 MAX_NOTEBOOK = 16 << 20
@@ -115,8 +118,9 @@ class SandboxedGrades(NbGraderPreprocessor):
             if cell.cell_type == "code":
                 cell.outputs = []
                 cell.execution_count = None
-            if meta.get("grade") and gid.startswith("stage_") and gid[6:] in stages:
-                cell.outputs = stage_outputs(gid[6:], stages[gid[6:]], data.get("tests", []),
+            name = CHECK_CELLS.get(gid)
+            if meta.get("grade") and name in stages:
+                cell.outputs = stage_outputs(name, stages[name], data.get("tests", []),
                                              self.feedback)
         return nb, resources
 
@@ -148,8 +152,6 @@ c.SandboxedGrades.feedback = {feedback!r}
 
 def prepare_course(course: Path, feedback: str) -> None:
     """The course folder, made or refreshed, with the assignment generated in its gradebook."""
-    from solutions import notebook
-
     notebook.make_course(course, files=REPO / "exercises")
     config = course / notebook.CONFIG
     config.write_text(config.read_text(encoding="utf-8") + grading_config(feedback),
@@ -190,8 +192,6 @@ def repair(nb: nbformat.NotebookNode | None, release: nbformat.NotebookNode) -> 
         nbformat.NotebookNode, list[str]]:
     """The notebook nbgrader grades: the learner's, with every graded or locked cell of the
     release it lacks put back where it belongs; the release itself when there is none."""
-    from solutions.notebook import nbgrader_cells
-
     if nb is None:
         return nbformat.from_dict(json.loads(json.dumps(release))), []
     theirs = nbgrader_cells(nb)
@@ -244,8 +244,6 @@ def run(submissions: Path, course: Path, jobs: int = 2, device: str = "auto",
 
     Returns 0 when every learner was graded, 1 when some could not be (listed; a rerun
     retries them), 2 when the pipeline stopped."""
-    from solutions import notebook
-
     from . import batch
 
     progress = progress or sys.stderr
@@ -315,13 +313,11 @@ def gradebook_scores(course: Path) -> dict[str, dict[str, float | None]]:
     until marked)."""
     from nbgrader.api import Gradebook
 
-    from solutions.notebook import COURSE_ID
-
     scores: dict[str, dict[str, float | None]] = {}
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", COURSE_ID) as gb:
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", notebook.COURSE_ID) as gb:
         for submission in gb.assignment_submissions(ASSIGNMENT):
-            for notebook in submission.notebooks:
-                for grade in notebook.grades:
+            for submitted in submission.notebooks:
+                for grade in submitted.grades:
                     scores.setdefault(submission.student.id, {})[grade.name] = (
                         None if grade.needs_manual_grade and grade.manual_score is None
                         else grade.score)
@@ -341,7 +337,7 @@ def write_stages_csv(course: Path, learners: list[str], notes: dict[str, list[st
         out.writerow(["learner", *STAGE_NAMES, "stages_total", *written, "notes"])
         for learner in sorted({*learners, *problems}):
             mine = scores.get(learner, {})
-            stage_scores = [mine.get(f"stage_{s}") for s in STAGE_NAMES]
+            stage_scores = [mine.get(grade_id(s)) for s in STAGE_NAMES]
             total = sum(stage_scores) if all(s is not None for s in stage_scores) else None
             out.writerow([learner, *(_number(s) for s in stage_scores), _number(total),
                           *(_number(mine.get(w)) for w in written),
