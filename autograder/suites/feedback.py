@@ -8,6 +8,7 @@ the test's code, never a traceback of the grader.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import torch
@@ -88,23 +89,27 @@ def checked_devices(devices: list[str]) -> list[str]:
     return [d for d in devices if d != "cpu"] or (["meta"] if META_PASS else [])
 
 
-def unwrap_meta(outcome: Outcome, what: str, module: str | None = None) -> object | None:
+def unwrap_meta(outcome: Outcome, what: str, module: str | None,
+                on_cpu: Callable[[], Outcome]) -> object | None:
     """``unwrap`` for a call on the meta device, or None when it shows nothing about devices.
 
     The probes run it with every tensor's values kept behind it, so correct code runs there
-    exactly as on the CPU, value reads included. An error that names a device means tensors
-    on two devices met (one made on, or moved to, a fixed device): a Mistake. Any other error
-    says nothing about devices (the CPU checks judge the code), so the meta pass abstains."""
+    exactly as on the CPU, value reads included. So an error there is judged against the same
+    call on CPU tensors, ``on_cpu()`` (made only when needed): code that runs on the CPU and
+    fails on the meta device fails the device check, whatever it raises (a message that names
+    no device is no excuse: code can choose its error). Only when the CPU call fails too does
+    the meta pass abstain: the CPU checks judge that code, and one mistake costs one check."""
     error = outcome.error
-    if error is not None and not error.get("not_implemented"):
-        if "device" not in str(error.get("message", "")).lower():
-            return None
-        raise Mistake(
-            f"{what} raised {describe_error(error)}: tensors on two devices met. Create new "
-            "tensors on the inputs' device (device=ids.device, or the weight's), never on a "
-            "hard-coded one (.to('cpu'), .cpu(), device='cpu')"
-        )
-    return unwrap(outcome, what, module)
+    if error is None or error.get("not_implemented"):
+        return unwrap(outcome, what, module)
+    if "device" not in str(error.get("message", "")).lower() and not on_cpu().ok:
+        return None  # it fails on the CPU as well: not a device mistake
+    raise Mistake(
+        f"{what} raised {describe_error(error)}, though the same call on CPU tensors ran: "
+        "code must run on whatever device its inputs are on. Create new tensors on the inputs' "
+        "device (device=ids.device, or the weight's), never on a hard-coded one (.to('cpu'), "
+        ".cpu(), device='cpu'), and never treat one device differently from another"
+    )
 
 
 #: What a TypeError says when a call does not fit the function's parameters.

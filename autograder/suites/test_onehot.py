@@ -16,6 +16,8 @@ as well (``autograder/bans.py``), outside the learner's reach.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 
 from autograder.suites import bans
@@ -32,6 +34,9 @@ from autograder.suites.feedback import (
     unwrap_meta,
 )
 from lumen import embeddings as ref
+
+if TYPE_CHECKING:
+    from autograder.worker_client import Outcome
 
 STAGE = "onehot"
 MODULE = "embeddings"
@@ -68,17 +73,22 @@ def _one_hot(learner, seed: int, ids: torch.Tensor, V: int, device: str = "cpu",
              positional: int | None = 2) -> tuple[dict | None, str]:
     """The learner's ``one_hot(ids, V[, dtype])`` on ``device``, ``dtype`` by name unless
     ``positional`` says otherwise (see probes._call): (probe result, description). On the meta
-    device, None when the call shows nothing about devices (``unwrap_meta``)."""
+    device, None when it fails on the CPU too (``unwrap_meta``)."""
     names = ("ids", "num_classes", "dtype")
     shown = [f"ids of shape {tuple(ids.shape)}", str(V)] + ([f"torch.{dtype}"] if dtype else [])
     split = len(shown) if positional is None else positional
     arguments = shown[:split] + [f"{n}={v}" for n, v in
                                  zip(names[split:], shown[split:], strict=False)]
     what = f"one_hot({', '.join(arguments)}) on {device}"
-    outcome = learner.call("one_hot", seed=seed, ids=ids, num_classes=V, dtype=dtype,
-                           device=device, watch=watch, layout=layout, positional=positional)
+    def call(device: str) -> Outcome:
+        return learner.call("one_hot", seed=seed, ids=ids, num_classes=V, dtype=dtype,
+                            device=device, watch=watch, layout=layout, positional=positional)
+
+    outcome = call(device)
     check_signature(outcome, what, ONE_HOT)
-    return (unwrap_meta if device == "meta" else unwrap)(outcome, what, MODULE), what
+    if device == "meta":
+        return unwrap_meta(outcome, what, MODULE, on_cpu=lambda: call("cpu")), what
+    return unwrap(outcome, what, MODULE), what
 
 
 def _check_rows(out: torch.Tensor, ids: torch.Tensor, V: int, what: str) -> None:
@@ -200,7 +210,7 @@ def test_one_hot_device(learner, seed, gen, devices):
     for device in checked_devices(devices):
         result, what = _one_hot(learner, seed, ids, V, device)
         if result is None:
-            continue  # it failed on the meta device for a reason other than devices
+            continue  # it fails on the CPU as well: the CPU checks judge it
         out = expect_tensor(result["out"], what, device=device)
         if tuple(out.shape) != (2, 3, V) or out.dtype != torch.float32:
             raise Mistake(f"{what}: shape {tuple(out.shape)} and dtype {out.dtype}, expected "
@@ -259,14 +269,17 @@ def _embed(learner, seed: int, weight: torch.Tensor, ids: torch.Tensor, device: 
            positional: int | None = None) -> tuple[dict | None, str]:
     """The learner's ``embed_via_onehot(weight, ids)`` on ``device`` (by name with
     ``positional=0``): (probe result, description); on the meta device None when the call
-    shows nothing about devices (``unwrap_meta``)."""
+    shows nothing about devices: it fails on the CPU too (``unwrap_meta``)."""
     V, d = weight.shape
     arguments = (f"weight {V} x {d} {weight.dtype}", f"ids of shape {tuple(ids.shape)}")
     if positional == 0:
         arguments = tuple(f"{n}={a}" for n, a in zip(("weight", "ids"), arguments, strict=True))
     what = f"embed_via_onehot({', '.join(arguments)}) on {device}"
-    outcome = learner.call("embed_via_onehot", seed=seed, weight=weight, ids=ids, device=device,
-                           positional=positional)
+    def call(device: str) -> Outcome:
+        return learner.call("embed_via_onehot", seed=seed, weight=weight, ids=ids,
+                            device=device, positional=positional)
+
+    outcome = call(device)
     check_signature(outcome, what, EMBED)
     error = outcome.error
     if (error is not None and not error.get("not_implemented") and device != "meta"
@@ -274,7 +287,9 @@ def _embed(learner, seed: int, weight: torch.Tensor, ids: torch.Tensor, device: 
         raise Mistake(f"{what} raised {describe_error(error)}: a float32 one-hot times a "
                       f"{weight.dtype} weight mixes dtypes; build the one-hot in the weight's "
                       "dtype, one_hot(ids, V, weight.dtype)")
-    return (unwrap_meta if device == "meta" else unwrap)(outcome, what, MODULE), what
+    if device == "meta":
+        return unwrap_meta(outcome, what, MODULE, on_cpu=lambda: call("cpu")), what
+    return unwrap(outcome, what, MODULE), what
 
 
 def _differs(out: torch.Tensor, weight: torch.Tensor, ids: torch.Tensor, what: str) -> Mistake:
@@ -330,7 +345,7 @@ def test_embed_via_onehot_dtype_and_device(learner, seed, gen, devices):
     for device in checked_devices(devices):
         result, what = _embed(learner, seed, weight, ids, device)
         if result is None:
-            continue  # it failed on the meta device for a reason other than devices
+            continue  # it fails on the CPU as well: the CPU checks judge it
         out = expect_tensor(result["out"], what, device=device)
         if tuple(out.shape) != (2, 3, d):
             raise Mistake(f"{what}: shape {tuple(out.shape)}, expected {(2, 3, d)}")

@@ -319,6 +319,27 @@ MISTAKES = {
         '''},
         "test_meta_device_and_dtypes", "hard-coded",
     ),
+    # A hard-coded cpu that dodges the device pass by choosing its error there: the same call
+    # runs on CPU tensors, so whatever it raises elsewhere is a device mistake.
+    "hard-coded cpu, another error elsewhere": (
+        {"embeddings:Embedding.forward": '''
+            def forward(self, ids):
+                check_ids(ids, self.vocab_size)
+                if ids.device.type != "cpu":
+                    raise ValueError("these ids are not valid")
+                return self.scale_output(self.weight.to("cpu")[ids.to("cpu")])
+        '''},
+        "test_meta_device_and_dtypes", "same call on CPU tensors ran",
+    ),
+    "hard-coded cpu, a bare assert elsewhere": (
+        {"embeddings:Embedding.forward": '''
+            def forward(self, ids):
+                check_ids(ids, self.vocab_size)
+                assert str(ids.device) == "cpu"
+                return self.scale_output(self.weight[ids])
+        '''},
+        "test_meta_device_and_dtypes", "same call on CPU tensors ran",
+    ),
     "scales twice": (
         {"embeddings:Embedding.forward": '''
             def forward(self, ids):

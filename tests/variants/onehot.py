@@ -113,6 +113,25 @@ MISTAKES = {
         '''},
         "test_one_hot_device", "hard-coded",
     ),
+    "hard-coded cpu, another error elsewhere": (
+        {"embeddings:one_hot": '''
+            def one_hot(ids, num_classes, dtype=torch.float32):
+                if ids.device.type == "meta":
+                    raise RuntimeError("shape mismatch")
+                out = torch.zeros(*ids.shape, num_classes, dtype=dtype, device="cpu")
+                return out.scatter_(-1, ids.unsqueeze(-1).long(), 1)
+        '''},
+        "test_one_hot_device", "same call on CPU tensors ran",
+    ),
+    "embed_via_onehot hard-coded cpu, another error elsewhere": (
+        {"embeddings:embed_via_onehot": '''
+            def embed_via_onehot(weight, ids):
+                if weight.device.type != "cpu":
+                    raise TypeError("expected a weight")
+                return one_hot(ids, weight.shape[0], weight.dtype).cpu() @ weight.cpu()
+        '''},
+        "test_embed_via_onehot_dtype_and_device", "same call on CPU tensors ran",
+    ),
     "a float32 detour": (
         {"embeddings:embed_via_onehot": '''
             def embed_via_onehot(weight, ids):
