@@ -293,7 +293,7 @@ def _write_outcome(folder: Path, reply: dict) -> None:
         (folder / ERROR).unlink(missing_ok=True)
     else:
         (folder / RESULTS).unlink(missing_ok=True)  # a forced regrade that failed: no stale row
-        write_atomic(folder / ERROR, reply["error"] + "\n")
+        write_atomic(folder / ERROR, terminal(reply["error"]) + "\n")  # read with cat
 
 
 def _record(folder: Path, reply: dict, failures: dict[str, str]) -> tuple[str | None, str]:
@@ -310,7 +310,7 @@ def _record(folder: Path, reply: dict, failures: dict[str, str]) -> tuple[str | 
         failures[folder.name] = error
         try:
             (folder / RESULTS).unlink(missing_ok=True)  # no stale grade from an earlier run
-            write_atomic(folder / ERROR, error + "\n")  # for later runs' rows, if it can be
+            write_atomic(folder / ERROR, terminal(error) + "\n")  # for later runs' rows
         except Exception:  # noqa: BLE001 - this run's row says why all the same
             pass
     return error, f"not graded: {terminal(error, 120)}"

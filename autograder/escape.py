@@ -10,16 +10,18 @@ Every writer passes such text through the function for its output, and only that
 - ``csv_text`` for a CSV cell (grades.csv, the gradebook exports, nbgrade's stages.csv);
   ``csv_number`` for the numbers the grader produced, which are never escaped;
 - ``markdown_text`` / ``markdown_inline`` for Markdown (summary.md, the notes nbgrade writes
-  into a learner's notebook, which nbgrader renders into the feedback HTML);
-- ``html_text`` for HTML written directly;
+  into a learner's notebook, which nbgrader renders into the feedback HTML; the learner's own
+  Markdown there is cleaned as HTML by ``nbgrade.safe_html``);
 - ``terminal`` for what a terminal shows (the ``grade`` report, feedback.txt, batch progress).
 
-Each is idempotent on honest text it leaves alone, so an honest class's files are unchanged.
+``csv_text`` and ``terminal`` leave honest names and texts as they are, so an honest class's
+CSVs and reports are byte for byte what they were; the Markdown escapes change summary.md's
+bytes (``carol\\_2``) but not what it renders. Escaping twice escapes nothing more, except in
+Markdown, whose writers escape once.
 """
 
 from __future__ import annotations
 
-import html
 import re
 
 from .untrusted import clean_text
@@ -94,11 +96,6 @@ def markdown_inline(text: object, limit: int | None = None) -> str:
     if limit is not None and len(text) > limit:
         text = text[: limit - 3] + "..."
     return _inline(text)
-
-
-def html_text(text: object) -> str:
-    """Learner-derived text inside HTML (an element's text or a quoted attribute)."""
-    return html.escape(clean_text(text, limit=1 << 30, keep_lines=True), quote=True)
 
 
 # --- the terminal -------------------------------------------------------------------------------
