@@ -145,9 +145,17 @@ SAFE_TAGS = frozenset({
     "a", "abbr", "b", "blockquote", "br", "code", "del", "div", "em", "h1", "h2", "h3", "h4",
     "h5", "h6", "hr", "i", "img", "li", "ol", "p", "pre", "s", "span", "strong", "sub", "sup",
     "table", "tbody", "td", "th", "thead", "tr", "ul"})
-SAFE_ATTRIBUTES = {"*": ["class", "id"], "a": ["href", "title"], "img": ["src", "alt", "title"],
+SAFE_PROTOCOLS = frozenset({"http", "https", "mailto", "data"})  # data: for images only
+
+
+def _link_attribute(tag: str, name: str, value: str) -> bool:
+    """A link keeps its title and an href that is not a data: URL (a page of the learner's)."""
+    return name == "title" or name == "href" and not re.sub(
+        r"[\x00-\x20]", "", value).lower().startswith("data:")
+
+
+SAFE_ATTRIBUTES = {"*": ["class", "id"], "a": _link_attribute, "img": ["src", "alt", "title"],
                    "th": ["align"], "td": ["align"]}
-SAFE_PROTOCOLS = frozenset({"http", "https", "mailto", "data"})  # data: only images survive
 
 
 def safe_html(html: str) -> str:

@@ -359,7 +359,9 @@ ANSWER = ('<script>alert(1)</script> <img src=x onerror=alert(2)> [click](javasc
           '<a href="javascript:alert(4)">x</a> <svg onload=alert(5)></svg> '
           '<iframe src="javascript:alert(6)"></iframe> <style>body{display:none}</style> '
           '<a href="jav&#x09;ascript:alert(13)">y</a> <details open ontoggle=alert(14)>z</details>'
-          ' <form action="javascript:alert(15)"><button>go</button></form>')
+          ' <form action="javascript:alert(15)"><button>go</button></form> '
+          '<a href=" data:text/html,<script>alert(17)</script>">d</a> '
+          '<a href="https://example.org/ok" title="t">fine</a>')
 RENAMED = "<img src=x onerror=alert(7)>.ipynb"
 
 
@@ -418,6 +420,9 @@ def test_nbgrader_feedback_holds_no_live_html(nbgraded_hostile):
         assert shown in page.text, shown  # the learner's text, shown as text
     assert sum(t == "script" for t, _ in page.elements) == 2  # the template's MathJax pair
     assert "alert(12)" not in html  # JavaScript outputs are dropped
+    hrefs = {a.get("href") for t, a in page.elements if t == "a" and a.get("href")}
+    assert "https://example.org/ok" in hrefs, "an honest link is kept"
+    assert not [h for h in hrefs if not h.startswith(("https:", "http:", "#", "mailto:"))], hrefs
     assert "was graded as lab.ipynb" in page.text and RENAMED in page.text
     assert "feedback withheld" not in progress, "the sanitiser let nothing through"
 
