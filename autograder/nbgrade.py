@@ -8,7 +8,9 @@ SUBMISSIONS holds one folder per learner, as nbgrader collects them: the lab not
    ``nbgrader generate_assignment`` (the assignment and its cells in gradebook.db).
 2. **Collect**: each learner's files into ``submitted/<learner>/embedding_layer/``. A notebook
    that is broken, renamed, missing or lacks a graded cell is repaired from the release, with a
-   note for the learner and the instructor: the stages never depend on the notebook.
+   note for the learner and the instructor: the stages never depend on the notebook. Only the
+   cells' types, sources and images are the learner's; all metadata is the release's
+   (``repair``), so no forged grade id or widget state reaches nbgrader or the feedback page.
 3. **Grade**: our sandboxed grader on the collected .py files, the whole class through warm
    workers (autograder/batch.py), into ``lumen/<learner>/results.json``.
 4. ``nbgrader autograde``, where ``SandboxedGrades`` takes the place of nbgrader's Execute:
@@ -306,14 +308,60 @@ def _read_notebook(folder: Path) -> tuple[nbformat.NotebookNode | None, list[str
     return nb, notes
 
 
+def _learner_cell(cell: dict) -> nbformat.NotebookNode | None:
+    """A fresh cell holding only what the learner wrote in ``cell``: its type and source, and
+    a Markdown cell's attached images where they are well formed; None for a cell of no known
+    type. Outputs go (nbgrader's ClearOutput drops them anyway), and so does metadata."""
+    kind, source = cell.get("cell_type"), cell.get("source", "")
+    source = "".join(source) if isinstance(source, list) else source
+    if not isinstance(source, str) or kind not in ("markdown", "code", "raw"):
+        return None
+    if kind == "code":
+        return nbformat.v4.new_code_cell(source)
+    if kind == "raw":
+        return nbformat.v4.new_raw_cell(source)
+    new = nbformat.v4.new_markdown_cell(source)
+    images = cell.get("attachments")
+    if isinstance(images, dict) and all(
+            isinstance(name, str) and isinstance(data, dict)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in data.items())
+            for name, data in images.items()):
+        new.attachments = json.loads(json.dumps(images))
+    return new
+
+
 def repair(nb: nbformat.NotebookNode | None, release: nbformat.NotebookNode) -> tuple[
         nbformat.NotebookNode, list[str]]:
     """The notebook nbgrader grades: the learner's, with every graded or locked cell of the
-    release it lacks put back where it belongs; the release itself when there is none."""
+    release it lacks put back where it belongs; the release itself when there is none.
+
+    Only the learner's cells (their type, source and images) are theirs: metadata is the
+    release's. A cell carrying a grade id of the release gets the release's nbgrader metadata
+    for it, any other cell none, and the notebook the release's own. Forged metadata (a grade
+    id such as ``x"><script>``, widget state without its "state", a raw cell's mimetype that is
+    a number) would otherwise stop ``nbgrader autograde`` or ``generate_feedback`` for the
+    whole class, or reach the feedback page's HTML unescaped."""
     if nb is None:
         return nbformat.from_dict(json.loads(json.dumps(release))), []
-    theirs = nbgrader_cells(nb)
     notes = []
+    released = {gid: cell.metadata["nbgrader"] for gid, cell in nbgrader_cells(release).items()}
+    cells, forged = [], 0
+    for cell in nb.cells:
+        meta = cell.get("metadata", {}).get("nbgrader")
+        gid = meta.get("grade_id") if isinstance(meta, dict) else None
+        if meta is not None and not (isinstance(gid, str) and gid in released):
+            forged += 1
+        ours = _learner_cell(cell)
+        if ours is None:
+            continue
+        if isinstance(gid, str) and gid in released:
+            ours.metadata["nbgrader"] = json.loads(json.dumps(released[gid]))
+        cells.append(ours)
+    if forged:
+        notes.append(f"{forged} cell(s) of {NOTEBOOK} carried nbgrader metadata the assignment "
+                     "does not have: they are graded as ordinary cells")
+    nb = nbformat.v4.new_notebook(cells=cells, metadata=json.loads(json.dumps(release.metadata)))
+    theirs = nbgrader_cells(nb)
     cells = list(nb.cells)
     for i, (gid, cell) in enumerate(nbgrader_cells(release).items()):
         if gid in theirs:

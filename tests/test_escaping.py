@@ -390,6 +390,16 @@ def nbgraded_hostile(tmp_path_factory):
             nb.cells.append(nbformat.v4.new_markdown_cell(
                 '<script type="text/x-mathjax-config">alert(9)</script>\n\n'
                 "$\\href{javascript:alert(10)}{x}$ <body onload=alert(16)>"))
+            # Metadata forged to reach the page's table of contents, or to stop nbgrader
+            # for the whole class: an invalid grade id, widget state without its "state",
+            # a raw cell's mimetype that is a number.
+            nb.cells.append(nbformat.v4.new_markdown_cell("forged", metadata={"nbgrader": {
+                "grade": True, "solution": True, "points": 1, "schema_version": 3,
+                "grade_id": 'x"><script>alert(20)</script>'}}))
+            nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {
+                "x": "</script><script>alert(23)</script>"}}
+            nb.cells.append(nbformat.from_dict({"cell_type": "raw", "id": "r1", "source": "r",
+                                                "metadata": {"raw_mimetype": 5, "tags": 7}}))
             cell = nbformat.v4.new_code_cell("1")
             cell.outputs = [nbformat.v4.new_output("display_data", data={
                 "text/html": "<script>alert(11)</script>", "application/javascript": "alert(12)"})]
@@ -424,6 +434,8 @@ def test_nbgrader_feedback_holds_no_live_html(nbgraded_hostile):
     assert "https://example.org/ok" in hrefs, "an honest link is kept"
     assert not [h for h in hrefs if not h.startswith(("https:", "http:", "#", "mailto:"))], hrefs
     assert "was graded as lab.ipynb" in page.text and RENAMED in page.text
+    assert "alert(20)" not in html and "alert(23)" not in html  # forged metadata is gone
+    assert "carried nbgrader metadata the assignment does not have" in page.text
     assert "feedback withheld" not in progress, "the sanitiser let nothing through"
 
 
@@ -462,3 +474,39 @@ def test_feedback_with_live_html_is_withheld(tmp_path):
         note = nbgrade.withhold_live_feedback(folder)
         assert note and "withheld" in note, live
         assert not Page((folder / "lab.html").read_text()).live()
+
+
+def test_repair_keeps_the_learners_cells_and_the_releases_metadata():
+    """Only cell types, sources and well-formed images are the learner's: forged nbgrader
+    metadata, points, notebook metadata and malformed cell metadata are not carried over."""
+    import nbformat
+
+    from solutions import notebook
+
+    release = nbformat.read(ROOT / "exercises" / notebook.NOTEBOOK, as_version=4)
+    nb = nbformat.from_dict(json.loads(json.dumps(release)))
+    gid = next(iter(load().written))
+    answer = notebook.nbgrader_cells(nb)[gid]
+    answer.source = "my answer"
+    answer.metadata.nbgrader["points"] = 1000  # forged points on a real cell
+    answer.attachments = {"a.png": {"image/png": "iVBORw0KGgo="}}
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"x": 1}}
+    nb.cells.append(nbformat.from_dict({"cell_type": "markdown", "id": "f", "source": "f",
+                                        "metadata": {"nbgrader": {"grade_id": "<b>x</b>"}},
+                                        "attachments": {"b.png": "not a dict"}}))
+    nb.cells.append(nbformat.from_dict({"cell_type": "raw", "id": "r", "source": ["a", "b"],
+                                        "metadata": {"raw_mimetype": 5}}))
+    nb.cells.append(nbformat.from_dict({"cell_type": "heading", "id": "h", "source": "old"}))
+    repaired, notes = nbgrade.repair(nb, release)
+    cells = notebook.nbgrader_cells(repaired)
+    assert set(cells) == set(notebook.nbgrader_cells(release))
+    assert cells[gid].source == "my answer"
+    assert cells[gid].metadata.nbgrader == notebook.nbgrader_cells(release)[gid].metadata.nbgrader
+    assert cells[gid].attachments == {"a.png": {"image/png": "iVBORw0KGgo="}}
+    assert repaired.metadata == release.metadata
+    forged, raw = repaired.cells[-2:]
+    assert forged.source == "f" and not forged.metadata and "attachments" not in forged
+    assert raw.source == "ab" and not raw.metadata
+    assert notes == ["1 cell(s) of lab.ipynb carried nbgrader metadata the assignment does not "
+                     "have: they are graded as ordinary cells"]
+    nbformat.validate(repaired)
