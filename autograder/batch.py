@@ -440,7 +440,7 @@ def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
     print(f"wrote {out}, {out_dir / SUMMARY}", file=progress)
     exported = _write_exports(out, rows, exports, roster, assignment, progress)
     if state["fatal"]:
-        print(f"error: the batch stopped: {state['fatal']}", file=progress)
+        print(f"error: the batch stopped: {terminal(state['fatal'])}", file=progress)
         return 2
     if not exported:
         return 2

@@ -55,7 +55,7 @@ from lumen.stages import STAGE_NAMES, SUBMISSION_FILES, stage
 from solutions import notebook
 from solutions.notebook import ASSIGNMENT, NOTEBOOK, grade_id, nbgrader_cells
 
-from .escape import csv_number, csv_text, markdown_inline
+from .escape import csv_number, csv_text, markdown_inline, terminal
 from .untrusted import clean_text
 
 #: A stage's check cell in the lab notebook -> the stage (grade ids: solutions/notebook.py).
@@ -476,7 +476,7 @@ def run(submissions: Path, course: Path, jobs: int = 2, device: str = "auto",
     print(f"wrote {course / 'grades.csv'} (nbgrader's export) and {course / 'stages.csv'} in "
           f"{time.perf_counter() - started:.1f} s", file=progress)
     for name, why in problems.items():
-        print(f"not graded: {clean_text(name, 100)}: {why}", file=progress)
+        print(f"not graded: {terminal(name, 100)}: {why}", file=progress)
     return 1 if failed or problems else 0
 
 
