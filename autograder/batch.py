@@ -38,7 +38,6 @@ import gc
 import io
 import json
 import os
-import re
 import select
 import signal
 import subprocess
@@ -52,6 +51,7 @@ from pathlib import Path
 
 from lumen.stages import STAGE_NAMES
 
+from .escape import csv_number, csv_text, markdown_inline, markdown_text, terminal
 from .mistakes import KINDS, kind, mistake_id
 from .report import write_atomic, write_json
 from .untrusted import MAX_NAME, clean_text
@@ -293,7 +293,7 @@ def _write_outcome(folder: Path, reply: dict) -> None:
         (folder / ERROR).unlink(missing_ok=True)
     else:
         (folder / RESULTS).unlink(missing_ok=True)  # a forced regrade that failed: no stale row
-        write_atomic(folder / ERROR, reply["error"] + "\n")
+        write_atomic(folder / ERROR, terminal(reply["error"]) + "\n")  # read with cat
 
 
 def _record(folder: Path, reply: dict, failures: dict[str, str]) -> tuple[str | None, str]:
@@ -310,10 +310,10 @@ def _record(folder: Path, reply: dict, failures: dict[str, str]) -> tuple[str | 
         failures[folder.name] = error
         try:
             (folder / RESULTS).unlink(missing_ok=True)  # no stale grade from an earlier run
-            write_atomic(folder / ERROR, error + "\n")  # for later runs' rows, if it can be
+            write_atomic(folder / ERROR, terminal(error) + "\n")  # for later runs' rows
         except Exception:  # noqa: BLE001 - this run's row says why all the same
             pass
-    return error, f"not graded: {clean_text(error, 120)}"
+    return error, f"not graded: {terminal(error, 120)}"
 
 
 @contextlib.contextmanager
@@ -355,7 +355,8 @@ def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
     learners, ignored = discover(submissions, skip=(out_dir, out))
     if ignored:
         print(f"ignored {len(ignored)} entries that are neither a folder nor a .zip: "
-              f"{', '.join(ignored[:10])}{' ...' if len(ignored) > 10 else ''}", file=progress)
+              f"{', '.join(terminal(name, MAX_NAME) for name in ignored[:10])}"
+              f"{' ...' if len(ignored) > 10 else ''}", file=progress)
     failures: dict[str, str] = {}  # learner -> why their files could not be written
     for learner in learners:
         if learner.problem:
@@ -410,7 +411,7 @@ def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
                         len(todo) - state["done"])
                     eta = f"  (about {left:.0f} s left)" if state["done"] < len(todo) else ""
                     print(f"[{state['done']:>{width}}/{len(todo)}] "
-                          f"{clean_text(learner.id, MAX_NAME)} {shown}{eta}",
+                          f"{terminal(learner.id, MAX_NAME)} {shown}{eta}",
                           file=progress, flush=True)
         finally:
             process.stop()
@@ -439,7 +440,7 @@ def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
     print(f"wrote {out}, {out_dir / SUMMARY}", file=progress)
     exported = _write_exports(out, rows, exports, roster, assignment, progress)
     if state["fatal"]:
-        print(f"error: the batch stopped: {state['fatal']}", file=progress)
+        print(f"error: the batch stopped: {terminal(state['fatal'])}", file=progress)
         return 2
     if not exported:
         return 2
@@ -516,18 +517,16 @@ def _graded_row(data: dict) -> dict:
             "mistakes": mistakes}
 
 
-def _number(x: float | None) -> str:
-    return "" if x is None else f"{x:g}"
-
-
 def write_csv(out: Path, rows: list[dict]) -> None:
+    """grades.csv: the learner id and the notes are learner-derived text (``csv_text``), the
+    scores and seconds the grader's numbers (``csv_number``)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["learner", "total", *STAGE_NAMES, "seconds", "notes"])
     for row in rows:
-        writer.writerow([row["learner"], _number(row["total"]),
-                         *(_number(row["stages"].get(s)) for s in STAGE_NAMES),
-                         _number(row["seconds"]), "; ".join(row["notes"])])
+        writer.writerow([csv_text(row["learner"]), csv_number(row["total"]),
+                         *(csv_number(row["stages"].get(s)) for s in STAGE_NAMES),
+                         csv_number(row["seconds"]), csv_text("; ".join(row["notes"]))])
     write_atomic(out, buffer.getvalue())
 
 
@@ -569,32 +568,13 @@ def ranked_mistakes(rows: list[dict]) -> list[Diagnosed]:
                                                  STAGE_NAMES.index(d.stages[0]), d.id))
 
 
-#: Markdown that learner text could start (links, images, HTML, code, emphasis, tables).
-_MARKDOWN = re.compile(r"([\\`*_\[\]<>|~])")
-
-
-def _markdown_text(text: str) -> str:
-    """``text`` shown as it is in Markdown: inline markup escaped, and a line that would start
-    a block (heading, list, quote) escaped too."""
-    lines = []
-    for line in text.splitlines() or [""]:
-        line = _MARKDOWN.sub(r"\\\1", line)
-        line = re.sub(r"^(\s*)([#>+-])", r"\1\\\2", line)
-        lines.append(re.sub(r"^(\s*\d+)([.)])", r"\1\\\2", line))
-    return "\n".join(lines)
-
-
-def _cell(text: str, limit: int = 160) -> str:
-    text = " ".join(text.split()).replace("|", "\\|")
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def write_summary(out_dir: Path, rows: list[dict]) -> None:
     graded = [r for r in rows if r["total"] is not None]
     lines = [f"# Class summary: {len(graded)} of {len(rows)} learners graded", ""]
     if len(graded) < len(rows):
         lines += [f"{len(rows) - len(graded)} not graded (a rerun retries them):", ""]
-        lines += [f"- {_cell(r['learner'], 60)}: {_cell('; '.join(r['notes']))}"
+        lines += [f"- {markdown_inline(r['learner'], 60)}: "
+                  f"{markdown_inline('; '.join(r['notes']), 160)}"
                   for r in rows if r["total"] is None] + [""]
     if graded:
         totals = sorted(r["total"] for r in graded)
@@ -639,15 +619,15 @@ def _mistakes_section(mistakes: list[Diagnosed], names_shown: int = 8) -> list[s
         who = ", ".join(m.learners[:names_shown])
         if len(m.learners) > names_shown:
             who += f" and {len(m.learners) - names_shown} more"
-        lines.append(f"| M{n} | {len(m.learners)} | {', '.join(m.stages)} | {_cell(m.check)} "
-                     f"| `{m.id}` | {' '.join(_markdown_text(who).split())} |")
+        lines.append(f"| M{n} | {len(m.learners)} | {', '.join(m.stages)} "
+                     f"| {markdown_inline(m.check, 160)} | `{m.id}` | {markdown_inline(who)} |")
     lines += ["", "### Each mistake in full", ""]
     for n, m in enumerate(mistakes, start=1):
         learners = ", ".join(m.learners)
         lines += [f"**M{n}** `{m.id}`: {len(m.learners)} learner"
-                  f"{'s' if len(m.learners) > 1 else ''} ({_markdown_text(learners)}). "
-                  f"{_markdown_text(m.example_learner)}'s message:", ""]
-        lines += [f"> {line}" for line in _markdown_text(m.example).splitlines()] + [""]
+                  f"{'s' if len(m.learners) > 1 else ''} ({markdown_inline(learners)}). "
+                  f"{markdown_inline(m.example_learner)}'s message:", ""]
+        lines += [f"> {line}" for line in markdown_text(m.example).splitlines()] + [""]
     return lines
 
 

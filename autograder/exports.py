@@ -19,6 +19,15 @@ grades.csv, from the same rows (``batch.collect``):
   ("Map from" / "Map to") and the second to a grade item.
 - ``grades-roster.csv``: the roster's columns, then the total and a column per stage.
 
+What is escaped (``autograder/escape.py``): an LMS matches a learner by an identifier and an
+assignment by its header, byte for byte, so those are written exactly as the instructor gave
+them: the identifier columns (canvas_id, sis_user_id, sis_login_id; Moodle's email, username or
+idnumber) and ``--assignment``. ``check_roster`` refuses an identifier a spreadsheet would run
+as a formula (one starting with = + - @, or holding a control character), since escaping it
+would break the match. Every other text cell (the submission name, which the learner chose, and
+the roster's names and sections, which an LMS may let a learner set) is escaped with
+``csv_text``; the grades are the grader's numbers, never escaped.
+
 A learner is exported only with a grade: one not graded (see grades.csv's notes), one in the
 roster without a submission and a submission missing from the roster are each listed, never
 dropped silently, and their LMS grades are left as they are.
@@ -34,6 +43,7 @@ from pathlib import Path
 
 from lumen.stages import STAGE_NAMES
 
+from .escape import csv_number, csv_text, formula_like
 from .report import write_atomic
 from .rubric import TOTAL
 from .untrusted import MAX_NAME, clean_text
@@ -132,6 +142,16 @@ def check_roster(roster: Roster, formats: list[str]) -> None:
             raise RosterError(f"--export canvas: {len(blank)} learner(s) of {where} have no "
                               f"canvas_id, sis_user_id or sis_login_id: {_names(blank)}; fill "
                               "them in (Canvas's gradebook export lists them)")
+    used = [k for k in CANVAS_KEYS if "canvas" in formats and k in roster.columns]
+    if "moodle" in formats and roster.moodle_id():
+        used.append(roster.moodle_id())
+    formulas = [f"{clean_text(s, MAX_NAME)!r} ({c})" for s, row in roster.rows.items()
+                for c in used if formula_like(row.get(c, ""))]
+    if formulas:
+        raise RosterError(f"{where}: {len(formulas)} identifier(s) start with = + - @ or hold "
+                          "a control character, which a spreadsheet would run as a formula: "
+                          f"{', '.join(formulas[:10])}; the LMS matches learners by them, so "
+                          "they cannot be escaped: correct them in the roster")
     if "moodle" in formats:
         column = roster.moodle_id()
         if column is None:
@@ -148,8 +168,16 @@ def _names(names: list[str], shown: int = 20) -> str:
     return text + (f" and {len(names) - shown} more" if len(names) > shown else "")
 
 
-def _number(x: float) -> str:
-    return f"{x:g}"
+#: The roster columns an LMS matches learners by: written unchanged, and so checked instead.
+IDENTIFIERS = (*CANVAS_KEYS, *MOODLE_IDS)
+
+
+def _cell(person: dict[str, str], column: str) -> str:
+    """A roster value for an LMS file: an identifier as it is (``check_roster`` refuses one
+    that is a formula; one that got past it anyway is escaped: no match beats a formula), any
+    other text escaped."""
+    value = person.get(column, "")
+    return value if column in IDENTIFIERS and not formula_like(value) else csv_text(value)
 
 
 def _csv(rows: list[list[str]]) -> str:
@@ -161,16 +189,17 @@ def _csv(rows: list[list[str]]) -> str:
 def canvas(graded: list[tuple[dict, dict]], assignment: str, points: float = TOTAL) -> str:
     """Canvas's gradebook CSV: the identity columns, the assignment, the Points Possible row."""
     header = [label for label, _ in CANVAS_COLUMNS] + [assignment]
-    lines = [header, ["    Points Possible", "", "", "", "", _number(points)]]
+    lines = [header, ["    Points Possible", "", "", "", "", csv_number(points)]]
     for person, row in graded:
-        lines.append([person.get(key, "") for _, key in CANVAS_COLUMNS] + [_number(row["total"])])
+        lines.append([_cell(person, key) for _, key in CANVAS_COLUMNS]
+                     + [csv_number(row["total"])])
     return _csv(lines)
 
 
 def moodle(graded: list[tuple[dict, dict]], assignment: str, column: str) -> str:
     """Moodle's CSV grade import: the identifier, then the grade."""
     lines = [[MOODLE_IDS[column], assignment]]
-    lines += [[person[column], _number(row["total"])] for person, row in graded]
+    lines += [[_cell(person, column), csv_number(row["total"])] for person, row in graded]
     return _csv(lines)
 
 
@@ -178,8 +207,9 @@ def roster_csv(graded: list[tuple[dict, dict]], columns: list[str]) -> str:
     """The roster's columns, then the total and each stage (empty where not graded)."""
     lines = [[*columns, "total", *STAGE_NAMES]]
     for person, row in graded:
-        stages = [_number(row["stages"][s]) if s in row["stages"] else "" for s in STAGE_NAMES]
-        lines.append([person.get(c, "") for c in columns] + [_number(row["total"]), *stages])
+        stages = [csv_number(row["stages"][s]) if s in row["stages"] else "" for s in STAGE_NAMES]
+        lines.append([csv_text(person.get(c, "")) for c in columns]
+                     + [csv_number(row["total"]), *stages])
     return _csv(lines)
 
 

@@ -8,7 +8,9 @@ SUBMISSIONS holds one folder per learner, as nbgrader collects them: the lab not
    ``nbgrader generate_assignment`` (the assignment and its cells in gradebook.db).
 2. **Collect**: each learner's files into ``submitted/<learner>/embedding_layer/``. A notebook
    that is broken, renamed, missing or lacks a graded cell is repaired from the release, with a
-   note for the learner and the instructor: the stages never depend on the notebook.
+   note for the learner and the instructor: the stages never depend on the notebook. Only the
+   cells' types, sources and images are the learner's; all metadata is the release's
+   (``repair``), so no forged grade id or widget state reaches nbgrader or the feedback page.
 3. **Grade**: our sandboxed grader on the collected .py files, the whole class through warm
    workers (autograder/batch.py), into ``lumen/<learner>/results.json``.
 4. ``nbgrader autograde``, where ``SandboxedGrades`` takes the place of nbgrader's Execute:
@@ -17,6 +19,15 @@ SUBMISSIONS holds one folder per learner, as nbgrader collects them: the lab not
    answers). The learner's notebook is never run: its cells cannot touch a grade.
 5. ``nbgrader generate_feedback`` and ``nbgrader export``, and ``stages.csv``: per stage, from
    the gradebook.
+
+The feedback HTML shows the learner's notebook, written answers and all. nbgrader's feedback
+template renders Markdown cells without nbconvert's ``sanitize_html`` (it overrides that
+block), so ``SafeFeedbackHTML`` cleans every Markdown cell's HTML itself with bleach
+(``safe_html``: an allowlist of tags and attributes, links only to http, https, mailto and
+anchors; any other tag is shown as text), and ``sanitize_html`` covers raw cells and outputs.
+The notes we put into the notebook are escaped as Markdown (``escape.markdown_inline``). Each
+feedback file is then read back (``live_html``): one that still holds live HTML is withheld,
+with a note, rather than sent.
 
 Why a preprocessor in place of Execute (and not test cells run in the learner's kernel, as in
 stock nbgrader): whatever runs in that kernel runs as the instructor, next to the gradebook, and
@@ -35,6 +46,8 @@ import time
 from pathlib import Path
 
 import nbformat
+from jinja2 import pass_context
+from nbconvert.exporters import HTMLExporter
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Enum, Unicode
 
@@ -42,6 +55,7 @@ from lumen.stages import STAGE_NAMES, SUBMISSION_FILES, stage
 from solutions import notebook
 from solutions.notebook import ASSIGNMENT, NOTEBOOK, grade_id, nbgrader_cells
 
+from .escape import csv_number, csv_text, markdown_inline, terminal
 from .untrusted import clean_text
 
 #: A stage's check cell in the lab notebook -> the stage (grade ids: solutions/notebook.py).
@@ -125,6 +139,109 @@ class SandboxedGrades(NbGraderPreprocessor):
         return nb, resources
 
 
+# --- step 5, inside nbgrader generate_feedback ------------------------------------------------
+
+#: What a rendered Markdown cell may hold (anything else is shown as text): what Markdown
+#: itself writes, tables and images included, with no script, style, frame or form.
+SAFE_TAGS = frozenset({
+    "a", "abbr", "b", "blockquote", "br", "code", "del", "div", "em", "h1", "h2", "h3", "h4",
+    "h5", "h6", "hr", "i", "img", "li", "ol", "p", "pre", "s", "span", "strong", "sub", "sup",
+    "table", "tbody", "td", "th", "thead", "tr", "ul"})
+SAFE_PROTOCOLS = frozenset({"http", "https", "mailto", "data"})  # data: for images only
+
+
+def _link_attribute(tag: str, name: str, value: str) -> bool:
+    """A link keeps its title and an href that is not a data: URL (a page of the learner's)."""
+    return name == "title" or name == "href" and not re.sub(
+        r"[\x00-\x20]", "", value).lower().startswith("data:")
+
+
+SAFE_ATTRIBUTES = {"*": ["class", "id"], "a": _link_attribute, "img": ["src", "alt", "title"],
+                   "th": ["align"], "td": ["align"]}
+
+
+def safe_html(html: str) -> str:
+    """HTML rendered from a learner's Markdown, cleaned by bleach (nbconvert's dependency):
+    tags outside ``SAFE_TAGS`` are escaped, so ``<script>`` reads as text; no event handler,
+    style or javascript: URL survives."""
+    import bleach
+
+    return bleach.clean(html, tags=SAFE_TAGS, attributes=SAFE_ATTRIBUTES,
+                        protocols=SAFE_PROTOCOLS, strip_comments=True)
+
+
+class SafeFeedbackHTML(HTMLExporter):
+    """nbconvert's HTML exporter with every Markdown cell's HTML cleaned (``safe_html``):
+    the feedback template renders written answers with this filter and nothing else."""
+
+    @pass_context
+    def markdown2html(self, context, source):
+        return safe_html(super().markdown2html(context, source))
+
+
+#: Attributes whose value is a URL, for ``live_html``.
+URL_ATTRIBUTES = frozenset({"href", "src", "action", "formaction", "xlink:href", "data",
+                            "poster", "background"})
+#: Elements that run, style or embed something: the template's own are all in <head>.
+ACTIVE = frozenset({"script", "style", "iframe", "object", "embed", "frame", "frameset",
+                    "form", "base", "meta", "link", "svg", "math", "template"})
+#: URLs that run code when followed (control characters and spaces removed first, as
+#: browsers do).
+SCRIPT_URL = re.compile(r"^(javascript|vbscript|livescript|data:(text|application)):?")
+
+
+def live_html(text: str) -> list[str]:
+    """What in a feedback page could run in the learner's browser: an active element
+    (``ACTIVE``) in the page's body, an event handler (on...) or a script URL anywhere.
+    Empty for a safe page; the template's own scripts and styles are in <head>."""
+    from html.parser import HTMLParser
+
+    found: list[str] = []
+
+    class Reader(HTMLParser):
+        in_body = False
+
+        def handle_starttag(self, tag: str, attrs: list) -> None:
+            self.in_body = self.in_body or tag == "body"
+            if self.in_body and tag in ACTIVE:
+                found.append(f"a <{tag}> element")
+            for name, value in attrs:
+                url = re.sub(r"[\x00-\x20]", "", value or "").lower()
+                if name.startswith("on"):
+                    found.append(f"an event handler <{tag} {name}>")
+                elif name in URL_ATTRIBUTES and SCRIPT_URL.match(url):
+                    found.append(f"a script URL <{tag} {name}>")
+
+    reader = Reader(convert_charrefs=True)
+    reader.feed(text)
+    reader.close()
+    return found
+
+
+WITHHELD = """<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>Feedback withheld</title></head><body>
+<p>Your feedback page was withheld: it held HTML that could run in your browser. Your grade is
+not affected; your instructor can show you your feedback.</p></body></html>
+"""
+
+
+def withhold_live_feedback(folder: Path) -> str | None:
+    """Read back the feedback page nbgrader made from the learner's notebook in ``folder``
+    (the other files there are copied from the release, never from the learner); one that
+    holds live HTML (``live_html``: sanitising missed something) is replaced by a page saying
+    it was withheld. The note for the instructor, or None when the page is safe."""
+    page = folder / f"{Path(NOTEBOOK).stem}.html"
+    try:
+        problems = live_html(page.read_text(encoding="utf-8", errors="replace"))
+    except FileNotFoundError:
+        return None
+    if not problems:
+        return None
+    page.write_text(WITHHELD, encoding="utf-8")
+    return (f"feedback withheld: {page.name} held live HTML "
+            f"({', '.join(sorted(set(problems))[:3])})")
+
+
 def grading_config(feedback: str) -> str:
     """What the course's nbgrader_config.py gets for grading, after the release settings."""
     return f'''
@@ -134,7 +251,7 @@ sys.path.insert(0, {str(REPO)!r})
 from nbconvert.preprocessors import ClearMetadataPreprocessor
 from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, IgnorePattern,
                                     LimitOutput, SaveAutoGrades)
-from autograder.nbgrade import SandboxedGrades
+from autograder.nbgrade import SafeFeedbackHTML, SandboxedGrades
 
 # The learner's .py files stay theirs in autograded/ (nbgrader would put the release's there).
 c.Autograde.exclude_overwriting = {{{ASSIGNMENT!r}: {list(SUBMISSION_FILES)!r}}}
@@ -144,6 +261,9 @@ c.Autograde.autograde_preprocessors = [SandboxedGrades, IgnorePattern, ClearMeta
                                        CheckCellMetadata]
 c.SandboxedGrades.results = {GRADES!r}
 c.SandboxedGrades.feedback = {feedback!r}
+# The feedback HTML holds the learner's written answers: sanitised (bleach), never live HTML.
+c.GenerateFeedback.exporter_class = SafeFeedbackHTML
+c.HTMLExporter.sanitize_html = True
 '''
 
 
@@ -188,14 +308,60 @@ def _read_notebook(folder: Path) -> tuple[nbformat.NotebookNode | None, list[str
     return nb, notes
 
 
+def _learner_cell(cell: dict) -> nbformat.NotebookNode | None:
+    """A fresh cell holding only what the learner wrote in ``cell``: its type and source, and
+    a Markdown cell's attached images where they are well formed; None for a cell of no known
+    type. Outputs go (nbgrader's ClearOutput drops them anyway), and so does metadata."""
+    kind, source = cell.get("cell_type"), cell.get("source", "")
+    source = "".join(source) if isinstance(source, list) else source
+    if not isinstance(source, str) or kind not in ("markdown", "code", "raw"):
+        return None
+    if kind == "code":
+        return nbformat.v4.new_code_cell(source)
+    if kind == "raw":
+        return nbformat.v4.new_raw_cell(source)
+    new = nbformat.v4.new_markdown_cell(source)
+    images = cell.get("attachments")
+    if isinstance(images, dict) and all(
+            isinstance(name, str) and isinstance(data, dict)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in data.items())
+            for name, data in images.items()):
+        new.attachments = json.loads(json.dumps(images))
+    return new
+
+
 def repair(nb: nbformat.NotebookNode | None, release: nbformat.NotebookNode) -> tuple[
         nbformat.NotebookNode, list[str]]:
     """The notebook nbgrader grades: the learner's, with every graded or locked cell of the
-    release it lacks put back where it belongs; the release itself when there is none."""
+    release it lacks put back where it belongs; the release itself when there is none.
+
+    Only the learner's cells (their type, source and images) are theirs: metadata is the
+    release's. A cell carrying a grade id of the release gets the release's nbgrader metadata
+    for it, any other cell none, and the notebook the release's own. Forged metadata (a grade
+    id such as ``x"><script>``, widget state without its "state", a raw cell's mimetype that is
+    a number) would otherwise stop ``nbgrader autograde`` or ``generate_feedback`` for the
+    whole class, or reach the feedback page's HTML unescaped."""
     if nb is None:
         return nbformat.from_dict(json.loads(json.dumps(release))), []
-    theirs = nbgrader_cells(nb)
     notes = []
+    released = {gid: cell.metadata["nbgrader"] for gid, cell in nbgrader_cells(release).items()}
+    cells, forged = [], 0
+    for cell in nb.cells:
+        meta = cell.get("metadata", {}).get("nbgrader")
+        gid = meta.get("grade_id") if isinstance(meta, dict) else None
+        if meta is not None and not (isinstance(gid, str) and gid in released):
+            forged += 1
+        ours = _learner_cell(cell)
+        if ours is None:
+            continue
+        if isinstance(gid, str) and gid in released:
+            ours.metadata["nbgrader"] = json.loads(json.dumps(released[gid]))
+        cells.append(ours)
+    if forged:
+        notes.append(f"{forged} cell(s) of {NOTEBOOK} carried nbgrader metadata the assignment "
+                     "does not have: they are graded as ordinary cells")
+    nb = nbformat.v4.new_notebook(cells=cells, metadata=json.loads(json.dumps(release.metadata)))
+    theirs = nbgrader_cells(nb)
     cells = list(nb.cells)
     for i, (gid, cell) in enumerate(nbgrader_cells(release).items()):
         if gid in theirs:
@@ -221,7 +387,8 @@ def collect(learner: Path, target: Path, release: nbformat.NotebookNode) -> list
     notes += repaired
     if notes:  # said at the top of the graded notebook, so the feedback carries it too
         nb.cells.insert(0, nbformat.v4.new_markdown_cell(
-            "**Notes from the grader:**\n\n" + "\n".join(f"- {n}" for n in notes)))
+            "**Notes from the grader:**\n\n" + "\n".join(f"- {markdown_inline(n)}"
+                                                          for n in notes)))
     target.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, target / NOTEBOOK)
     for name in SUBMISSION_FILES:
@@ -297,6 +464,11 @@ def run(submissions: Path, course: Path, jobs: int = 2, device: str = "auto",
         notebook.nbgrader(course, "autograde", ASSIGNMENT, "--force", *extra, timeout=3600)
         notebook.nbgrader(course, "generate_feedback", ASSIGNMENT, "--force", *extra,
                           timeout=3600)
+        for learner in graded:
+            withheld = withhold_live_feedback(course / "feedback" / learner / ASSIGNMENT)
+            if withheld:
+                notes[learner] = [*notes.get(learner, []), withheld]
+                print(f"{learner}: {withheld}", file=progress)
     notebook.nbgrader(course, "export", "--to", str(course / "grades.csv"), timeout=600)
     write_stages_csv(course, learners, notes, {**problems, **{
         x: "not graded: the grader failed on it (see lumen/<learner>/error.txt); rerun"
@@ -304,7 +476,7 @@ def run(submissions: Path, course: Path, jobs: int = 2, device: str = "auto",
     print(f"wrote {course / 'grades.csv'} (nbgrader's export) and {course / 'stages.csv'} in "
           f"{time.perf_counter() - started:.1f} s", file=progress)
     for name, why in problems.items():
-        print(f"not graded: {clean_text(name, 100)}: {why}", file=progress)
+        print(f"not graded: {terminal(name, 100)}: {why}", file=progress)
     return 1 if failed or problems else 0
 
 
@@ -339,11 +511,7 @@ def write_stages_csv(course: Path, learners: list[str], notes: dict[str, list[st
             mine = scores.get(learner, {})
             stage_scores = [mine.get(grade_id(s)) for s in STAGE_NAMES]
             total = sum(stage_scores) if all(s is not None for s in stage_scores) else None
-            out.writerow([learner, *(_number(s) for s in stage_scores), _number(total),
-                          *(_number(mine.get(w)) for w in written),
-                          "; ".join([*notes.get(learner, []), *filter(None, [problems.get(
-                              learner)])])])
-
-
-def _number(x: float | None) -> str:
-    return "" if x is None else f"{x:g}"
+            out.writerow([csv_text(learner), *(csv_number(s) for s in stage_scores),
+                          csv_number(total), *(csv_number(mine.get(w)) for w in written),
+                          csv_text("; ".join([*notes.get(learner, []), *filter(None, [
+                              problems.get(learner)])]))])

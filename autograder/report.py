@@ -1,9 +1,12 @@
 """Scores and reports: Gradescope's results.json, the terminal report, JUnit XML.
 
 All three are views of one ``Grade`` (autograder/results.py), computed once from the verdicts
-and the rubric. Text
-from learner code arrives cleaned (``untrusted.clean_reply``); the writers still never raise on
-any string: a lone surrogate is replaced, and JUnit drops what XML 1.0 cannot hold.
+and the rubric. Text from learner code arrives cleaned (``untrusted.clean_reply``); the writers
+still never raise on any string: a lone surrogate is replaced, and JUnit drops what XML 1.0
+cannot hold. The terminal report passes every learner-derived string (the submission's name,
+messages, printed output, notes on the files) through ``escape.terminal`` once more, so text
+that reached a ``Grade`` some other way cannot be live there either; results.json is JSON
+(``json.dumps`` escapes) and JUnit is XML (ElementTree escapes).
 """
 
 from __future__ import annotations
@@ -17,9 +20,10 @@ from xml.etree import ElementTree
 
 from lumen.stages import stage
 
+from .escape import terminal as shown
 from .mistakes import kind
 from .results import Grade, StageGrade
-from .untrusted import clean_text, encodable
+from .untrusted import encodable
 
 #: What XML 1.0 cannot hold, even escaped: C0 controls but tab, newline and CR; surrogates;
 #: U+FFFE and U+FFFF.
@@ -40,7 +44,7 @@ def stage_line(s: StageGrade) -> str:
 def submission_name(g: Grade) -> str:
     """The submission as its learner knows it: its folder's or zip's name, never the path on
     the grading machine (an instructor's home folder, /autograder/...)."""
-    return clean_text(PurePath(g.submission).name or g.submission, 500)  # the learner's name
+    return shown(PurePath(g.submission).name or g.submission, 500)  # the learner's name
 
 
 def terminal(g: Grade) -> str:
@@ -56,14 +60,15 @@ def terminal(g: Grade) -> str:
         for s in failing:
             first = s.first_failure
             lines.append(f"  {s.name} ({stage(s.name).section}): {first.title}")
-            lines.append(f"    {first.message}")
+            lines.append(f"    {shown(first.message, keep_lines=True)}")
             if first.output.strip():  # already cleaned and bounded where it came in
                 lines.append("    Your code printed:")
-                lines += [f"      {line}" for line in first.output.rstrip().splitlines()]
+                lines += [f"      {line}" for line in
+                          shown(first.output.rstrip(), keep_lines=True).splitlines()]
         lines.append("")
     if g.not_graded:
         lines.append(f"Not graded in this run (--stage): {', '.join(g.not_graded)}")
-    lines += [f"Note: {note}" for note in g.notes]
+    lines += [f"Note: {shown(note)}" for note in g.notes]
     return encodable("\n".join(lines).rstrip() + "\n")  # printable on any UTF-8 terminal
 
 
@@ -89,7 +94,7 @@ def visible_summary(g: Grade, visibility: str) -> str:
               f"your code printed) {SHOWN[visibility]}."]
     if g.not_graded:
         lines.append(f"Not graded in this run: {', '.join(g.not_graded)}")
-    lines += [f"Note: {note}" for note in g.notes]  # about the files, not about a hidden test
+    lines += [f"Note: {shown(note)}" for note in g.notes]  # about the files, not a hidden test
     return encodable("\n".join(lines).rstrip() + "\n")
 
 
@@ -152,7 +157,7 @@ def junit(g: Grade) -> str:
             case = ElementTree.SubElement(suite, "testcase", classname=s.name,
                                           name=xml_text(r.name), time=f"{r.seconds:.3f}")
             if not r.passed:
-                message = xml_text(r.message)
+                message = xml_text(shown(r.message, keep_lines=True))  # escapes visible
                 ElementTree.SubElement(case, "failure", message=message[:500]).text = message
     return ElementTree.tostring(root, encoding="unicode")
 

@@ -166,7 +166,7 @@ def mistakes_table(summary: str) -> list[dict]:
         if re.match(r"\| M\d+ \|", line):
             label, count, stages, check, found, _ = (c.strip() for c in line[2:-2].split(" | "))
             rows[label] = {"label": label, "learners": int(count), "stages": stages.split(", "),
-                           "check": check, "id": found.strip("`")}
+                           "check": _unescaped(check), "id": found.strip("`")}
     for entry in re.split(r"\n(?=\*\*M\d+\*\* )", details.strip()):
         head = re.match(r"\*\*(M\d+)\*\* `([^`]+)`: (\d+) learners? \((.*?)\)\. (.*?)'s "
                         r"message:\n\n((?:> .*\n?)+)", entry)
