@@ -141,24 +141,28 @@ class RemoteObject:
         return f"<a {self.type_name} object>"
 
 
-#: A JSON string (its escapes included): what it holds is text, not structure.
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_BRACKET = re.compile(r"[\[\]{}]")
+#: A JSON string (its escapes included), or one character of structure: what a string holds
+#: is text, not structure.
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},]', re.DOTALL)
 
 
 def _within_budget(text: str) -> None:
     """Refuse a header that nests deeper than MAX_DEPTH or holds more than MAX_ITEMS values,
-    by scanning its text (C-speed counts, then one pass over its brackets), before json.loads
-    builds anything: ``[[[[...`` and ``[],[],...`` cost nothing here."""
-    bare = _STRING.sub('""', text)  # brackets and commas inside strings are text
-    items = bare.count(",") + bare.count("[") + bare.count("{")
-    if items > MAX_ITEMS:
-        raise ProtocolError(f"a header of about {items:,} values (at most {MAX_ITEMS:,})")
-    depth = 0
-    for match in _BRACKET.finditer(bare):  # at most 2 * MAX_ITEMS of them
-        depth += 1 if match.group() in "[{" else -1
-        if depth > MAX_DEPTH:
-            raise ProtocolError(f"a header nested more than {MAX_DEPTH} deep")
+    by one pass over its strings and structure, before json.loads builds anything: ``[[[[...``
+    and ``[],[],...`` cost nothing here, and the pass stops at the first value too many."""
+    items = depth = 0
+    for match in _TOKEN.finditer(text):
+        char = text[match.start()]
+        if char in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise ProtocolError(f"a header nested more than {MAX_DEPTH} deep")
+        elif char in "]}":
+            depth -= 1
+            continue
+        items += 1  # a container, a string, or the value after a comma
+        if items > MAX_ITEMS:
+            raise ProtocolError(f"a header of more than {MAX_ITEMS:,} values")
 
 
 def _header(raw: bytes) -> tuple[object, list[dict]]:
