@@ -11,6 +11,7 @@ and every value a schema lets through must be judged by the suites without an ex
 from __future__ import annotations
 
 import json
+import math
 import random
 import socket
 import struct
@@ -634,7 +635,7 @@ ERRORS = [{"type": "TypeError", "message": "f() got an unexpected keyword argume
            "not_implemented": False}]
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", range(6))
 def test_schema_valid_strange_replies_are_judged_not_raised(monkeypatch, seed):
     """Every probe's outcome, as lumen's process answered it, with fields changed (at random,
     by the seed) to other values its schema allows: odd tensors, numbers past float, strings
@@ -642,12 +643,16 @@ def test_schema_valid_strange_replies_are_judged_not_raised(monkeypatch, seed):
     reply the learner's process could write; the suites must judge every one as a verdict."""
     rng = random.Random(seed)
     call = StageSession.call
-    rate = (0.05, 0.15, 0.3, 0.6)[seed]
+    rate = (0.02, 0.05, 0.1, 0.2, 0.4, 0.7)[seed]
 
     def strange(self, probe, *args, **kwargs):
         outcome = call(self, probe, *args, **kwargs)
-        if outcome.ok and rng.random() < 0.1:
-            return Outcome(error=rng.choice(ERRORS), import_errors=outcome.import_errors)
+        roll, imports = rng.random(), outcome.import_errors
+        if roll < 0.02:  # what the grader makes of a hang, a crash, a malformed answer
+            return rng.choice([Outcome(timed_out=True, import_errors=imports),
+                               Outcome(crashed=MALFORMED, import_errors=imports)])
+        if roll < 0.1 or outcome.error is not None and roll < 0.1 + rate:  # another exception
+            return Outcome(error=rng.choice(ERRORS), import_errors=imports)
         if outcome.ok:
             outcome.value = clean(_mutated(outcome.value, replies.SCHEMAS[probe], rng, rate))
         return outcome
@@ -660,3 +665,64 @@ def test_schema_valid_strange_replies_are_judged_not_raised(monkeypatch, seed):
         pytest.fail(f"a schema-valid reply raised inside a hidden test: {error}")
     assert not any(r.grader_error for s in result.stages for r, _, _ in s.tests)
     assert result.score < result.max_score, "the changes reached the suites"
+
+
+def test_the_suites_comparisons_take_any_value():
+    """values.close, first_gap, same and expect_tensor, given each strange value for a
+    learner's tensor (expected values with NaN and inf too: they come from the learner's own
+    weights): a bool, a string or a Mistake, never another exception."""
+    from autograder.suites import values
+    from autograder.suites.feedback import Mistake, expect_tensor, same
+
+    rng = random.Random(0)
+    base = torch.randn(3, 4)
+    expected_values = [base, base.double(), torch.full((3, 4), float("nan")),
+                       base.masked_fill(base > 0, float("inf")),
+                       torch.zeros(3, 4, dtype=torch.int64)]
+    strange = [*STRANGE, *(_strange_tensor(rng, base) for _ in range(60))]
+    for expected in expected_values:
+        for got in strange:
+            assert type(values.close(got, expected)) is bool
+            assert type(same(got, expected)) is bool
+            if isinstance(got, torch.Tensor):
+                assert type(values.first_gap(got, expected)) is str
+            for kwargs in ({}, {"like": expected}, {"device": "cpu"}, {"device": "meta"}):
+                try:
+                    expect_tensor(got, "it", **kwargs)
+                except Mistake:
+                    pass
+    for number in (10 ** 400, -(10 ** 400), 3, 2.5, float("nan")):
+        assert isinstance(values.comparable(number), int | float)
+        assert type(math.isclose(values.comparable(number), 0.5)) is bool
+
+
+#: What a GPT2's state_dict() returns, in place of its state: markers of the encodings (this
+#: one's and the one before), and states without the tensors a suite reads.
+STATES = {
+    "the old object marker": "{'__object__': 'Parameter'}",
+    "the old tensor marker": "{'__tensor__': None, 'dtype': 'float32', 'shape': [2], "
+                             "'device': 'cpu'}",
+    "a tensor tag": "{'tensor': 0}",
+    "a dict tag": "{'dict': {'wte.weight': 1}}",
+    "an object tag for wte": "{'wte.weight': {'object': 'Parameter'}}",
+    "nothing": "{}",
+    "strings for tensors": "{k: 'x' for k in type(self).state_dict(self)}",
+}
+
+
+@pytest.mark.parametrize("state", list(STATES))
+def test_a_state_dict_of_markers_is_the_learners(grader, tmp_path, state):
+    """Through the honest probes: a model whose state_dict() returns ``state`` loses the
+    tying checks that read it, and raises nothing in the grader (on main it raised TypeError
+    and KeyError inside the hidden tests: "grading error" rows)."""
+    code = textwrap.dedent(f'''
+        def tie_weights(self):
+            if self.config.tie_weights:
+                self.lm_head.weight = self.wte.weight
+            object.__setattr__(self, "state_dict", lambda *a, **k: {STATES[state]})
+    ''')
+    folder = make_submission(tmp_path / "submission", {"gpt2:GPT2.tie_weights": code})
+    result = grader.grade(folder, stages=["tying", "init"])  # a grader error would raise here
+    tying = next(s for s in result.stages if s.name == "tying")
+    assert not any(r.grader_error for s in result.stages for r, _, _ in s.tests)
+    assert tying.score < tying.max_score
