@@ -188,6 +188,25 @@ def test_a_header_within_its_cap_but_too_nested_or_too_many_is_refused_unbuilt(s
     assert peak < 8 * MB and took < 2, (peak, took)
 
 
+@pytest.mark.parametrize("depth", [protocol.MAX_DEPTH + 1, 5_000, 200_000])
+def test_nesting_past_the_limit_is_refused(depth):
+    header = b'{"value": ' + b"[" * depth + b"]" * depth + b', "tensors": []}'
+    with pytest.raises(ProtocolError):
+        protocol.decode(_message(header))
+
+
+def test_honest_nesting_and_sizes_pass():
+    """The deepest value the worker encodes (20 levels of dicts) and a header of 50,000
+    values are within the budget: the limits cost no honest reply."""
+    deep: object = torch.ones(2)
+    for _ in range(20):
+        deep = {"k": deep}
+    assert torch.equal(_roundtrip_socket(deep)["k"]["k"]["k"]["k"]["k"]["k"]["k"]["k"]["k"]["k"]
+                       ["k"]["k"]["k"]["k"]["k"]["k"]["k"]["k"]["k"]["k"], torch.ones(2))
+    wide = {"calls": [f"aten::op{i}" for i in range(25_000)], "n": list(range(25_000))}
+    assert _roundtrip_socket(wide) == wide
+
+
 def test_brackets_inside_strings_are_text_not_nesting():
     value = {"s": "[[[[{{{{" * 1000, "t": '"]]]\\"' * 100}
     assert protocol.decode(protocol.encode(value)) == value

@@ -12,10 +12,11 @@ every JSON object is a one-key *tag*:
 
 Loading a message can build only dicts, lists, strings, numbers, None and tensors of
 whitelisted dtypes: nothing in it can execute code. The peer may be hostile (learner code
-can write anything to its socket), so ``recv`` reads against one absolute deadline, and
-refuses before building anything a message bigger than ``MAX_MESSAGE``, a header bigger than
-``MAX_HEADER``, nested deeper than ``MAX_DEPTH`` or of more than ``MAX_ITEMS`` values; tensor
-bytes are read once, into the buffer the tensors then use.
+can write anything to its socket), so ``recv`` reads against one absolute deadline; refuses,
+before building anything, a message bigger than ``MAX_MESSAGE``, a header bigger than
+``MAX_HEADER`` or of more than ``MAX_ITEMS`` values, and tensor bytes its descriptors do not
+account for; refuses a value nested deeper than ``MAX_DEPTH``; and reads tensor bytes once,
+into the buffer the tensors then use.
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ def _encode_tensor(t: torch.Tensor, tensors: list[dict], blobs: list[bytes]) -> 
         flat = t.resolve_conj().resolve_neg().cpu().contiguous().reshape(-1)
         blob = flat.view(torch.uint8).numpy().tobytes()
         head["bytes"] = len(blob)
-        blobs.append(blob + bytes(-len(blob) % ALIGN))
+        blobs += [blob, bytes(-len(blob) % ALIGN)]  # the padding: the next one starts aligned
     tensors.append(head)
     return {"tensor": len(tensors) - 1}
 
@@ -112,10 +113,11 @@ def send(sock, obj: object, deadline: float | None = None) -> None:
     """Send ``obj`` as one length-prefixed message; by ``deadline`` (time.monotonic()), if
     given, else TimeoutError (a peer that reads a byte at a time gets no more time)."""
     data = encode(obj)
-    view = memoryview(struct.pack(">Q", len(data)) + data)
-    while view:
-        _wait(sock, deadline)
-        view = view[sock.send(view[:CHUNK]):]
+    for part in (struct.pack(">Q", len(data)), data):
+        view = memoryview(part)
+        while view:
+            _wait(sock, deadline)
+            view = view[sock.send(view[:CHUNK]):]
 
 
 # --- reading ---------------------------------------------------------------------------------
@@ -141,27 +143,22 @@ class RemoteObject:
         return f"<a {self.type_name} object>"
 
 
-#: A JSON string (its escapes included), or one character of structure: what a string holds
-#: is text, not structure.
-_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},]', re.DOTALL)
+#: A JSON string (its escapes included), or a character that starts a value: what a string
+#: holds is text, not structure.
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[{,]', re.DOTALL)
 
 
 def _within_budget(text: str) -> None:
-    """Refuse a header that nests deeper than MAX_DEPTH or holds more than MAX_ITEMS values,
-    by one pass over its strings and structure, before json.loads builds anything: ``[[[[...``
-    and ``[],[],...`` cost nothing here, and the pass stops at the first value too many."""
-    items = depth = 0
-    for match in _TOKEN.finditer(text):
-        char = text[match.start()]
-        if char in "[{":
-            depth += 1
-            if depth > MAX_DEPTH:
-                raise ProtocolError(f"a header nested more than {MAX_DEPTH} deep")
-        elif char in "]}":
-            depth -= 1
-            continue
-        items += 1  # a container, a string, or the value after a comma
-        if items > MAX_ITEMS:
+    """Refuse a header of more than MAX_ITEMS values before json.loads builds them (tens of
+    MB of ``[],[],...`` would be gigabytes of lists). Counting its commas and brackets, at C
+    speed, bounds the values from above; only a header over that bound (commas in its strings,
+    or too many values) is counted exactly, by one pass that stops at the first value too many.
+    Nesting is bounded while the value is built (``_value``; json.loads stops at Python's
+    recursion limit, which costs nothing)."""
+    if text.count(",") + text.count("[") + text.count("{") < MAX_ITEMS:
+        return
+    for items, _ in enumerate(_TOKEN.finditer(text)):
+        if items >= MAX_ITEMS:
             raise ProtocolError(f"a header of more than {MAX_ITEMS:,} values")
 
 
@@ -224,19 +221,21 @@ def _tensors(descriptors: list[dict], blobs: bytearray) -> list[object]:
     return out
 
 
-def _value(obj: object, tensors: list[object], used: set[int]) -> object:
-    """The tagged header value as data; each tensor may be referenced once (no amplification:
-    one 8 MB tensor named 100,000 times would be 800 GB)."""
+def _value(obj: object, tensors: list[object], used: set[int], depth: int = 0) -> object:
+    """The tagged header value as data, at most MAX_DEPTH deep; each tensor may be referenced
+    once (no amplification: one 8 MB tensor named 100,000 times would be 800 GB)."""
     kind = type(obj)
     if obj is None or kind in (bool, int, float, str):
         return obj
+    if depth >= MAX_DEPTH:
+        raise ProtocolError(f"a header nested more than {MAX_DEPTH} deep")
     if kind is list:
-        return [_value(x, tensors, used) for x in obj]
+        return [_value(x, tensors, used, depth + 1) for x in obj]
     if kind is not dict or len(obj) != 1 or next(iter(obj)) not in TAGS:
         raise ProtocolError(f"a JSON object that is not a tag of the protocol: {str(obj)[:200]}")
     (tag, inner), = obj.items()
     if tag == "dict" and type(inner) is dict:
-        return {k: _value(v, tensors, used) for k, v in inner.items()}
+        return {k: _value(v, tensors, used, depth + 2) for k, v in inner.items()}
     if tag == "object" and type(inner) is str:
         return RemoteObject(inner)
     if tag == "tensor" and type(inner) is int and 0 <= inner < len(tensors) \
