@@ -157,7 +157,7 @@ STATE = DictOf(ANY)
 SCHEMAS: dict[str, object] = {
     "embedding_parameter": {
         "has_weight": bool, "weight_type": str, "registered": bool,
-        "parameters": [Items(str, ANY, bool)], "shape": Maybe([ANY]), "requires_grad": bool,
+        "parameters": [Items(str, ANY, bool)], "shape": Maybe([int]), "requires_grad": bool,
         "load": attempt(LOADED),
         "trained?": attempt({"rows": ANY, "grad": ANY, "after": ANY}),
     },

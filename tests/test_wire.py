@@ -593,9 +593,12 @@ def _strange_tensor(rng: random.Random, like: object) -> object:
         lambda: torch.tensor(3.0),
         lambda: torch.zeros(*([2] * 7)),
         lambda: like.mT if like.dim() >= 2 else like.flip(0) if like.dim() else like,
+        lambda: MetaTensor(like.dtype, list(like.shape)),  # the right shape, and no values
+        lambda: like + 1,  # the right shape and dtype, wrong values
     ]
     t = rng.choice(options)()
-    t.remote_device = rng.choice(["cpu", "meta", "cuda:0", "\\x1b[2J", ""])
+    if isinstance(t, torch.Tensor):
+        t.remote_device = rng.choice(["cpu", "meta", "cuda:0", "\\x1b[2J", ""])
     return t
 
 

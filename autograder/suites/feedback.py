@@ -156,10 +156,15 @@ def expect_error(outcome: Outcome, what: str, kinds: tuple[str, ...], why: str,
 
 def expect_tensor(value: object, what: str, like: torch.Tensor | None = None,
                   device: str | None = None) -> torch.Tensor | MetaTensor:
-    """``value`` must be a tensor (of ``like``'s shape and dtype, on ``device``)."""
+    """``value`` must be a tensor (of ``like``'s shape and dtype, on ``device``). A tensor on
+    the meta device (no values) passes only when ``device`` is "meta": the caller goes on to
+    read the values of any other."""
     if isinstance(value, RemoteObject) or not isinstance(value, torch.Tensor | MetaTensor):
         kind = value.type_name if isinstance(value, RemoteObject) else type(value).__name__
         raise Mistake(f"{what} returned a {kind}, not a torch.Tensor")
+    if device is None and isinstance(value, MetaTensor):
+        raise Mistake(f"{what} came back on the meta device, without values: create new "
+                      "tensors on the inputs' device (device=ids.device), never a fixed one")
     if like is not None:
         if tuple(value.shape) != tuple(like.shape):
             raise Mistake(
