@@ -335,11 +335,13 @@ class StageSession:
                 return failed
             if (late := self._out_of_time()) is not None:  # the import took the time
                 return late
+        # Encoded here, outside the learner's part: arguments it cannot send are the grader's bug.
+        request = protocol.encode({"probe": probe, "args": args, "seed": seed})
         started = time.monotonic()
         deadline = min(started + (timeout or self.worker.limits.probe_seconds),
                        self.stage_deadline, self.deadline)
         try:
-            protocol.send(self.sock, {"probe": probe, "args": args, "seed": seed}, deadline)
+            protocol.send_encoded(self.sock, request, deadline)
             reply = protocol.recv(self.sock, deadline)
         except TimeoutError:
             self._drop()
@@ -355,8 +357,8 @@ class StageSession:
             return self._malformed(str(exc), drop=True, seconds=time.monotonic() - started)
         # Everything the process says is the learner's: an answer that is not what the probe
         # sends is theirs too (a grader bug in a probe shows up in the parent's own checks,
-        # tests/test_wire.py, never as a zero here).
-        # Its process is ended: one that answers out of turn cannot be trusted to keep in step.
+        # tests/test_wire.py, never as a zero here), and its process is ended: one that
+        # answers out of turn cannot be trusted to keep in step.
         if (found := replies.reply_problem(probe, reply)) is not None:
             return self._malformed(found, drop=True)
         if "probe_error" in reply:

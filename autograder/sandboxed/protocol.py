@@ -112,7 +112,11 @@ def encode(obj: object) -> bytes:
 def send(sock, obj: object, deadline: float | None = None) -> None:
     """Send ``obj`` as one length-prefixed message; by ``deadline`` (time.monotonic()), if
     given, else TimeoutError (a peer that reads a byte at a time gets no more time)."""
-    data = encode(obj)
+    send_encoded(sock, encode(obj), deadline)
+
+
+def send_encoded(sock, data: bytes, deadline: float | None = None) -> None:
+    """``send`` of a message already encoded."""
     for part in (struct.pack(">Q", len(data)), data):
         view = memoryview(part)
         while view:
