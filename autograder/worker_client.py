@@ -1,8 +1,11 @@
 """The grader's side of the worker: start it, open one child per stage, call probes, time out.
 
 Learner code runs only in the worker's children (``sandboxed/worker.py``). This module keeps
-the trusted side small: it sends a probe's name and data, waits at most a deadline, and turns
-whatever happens (a value, an exception, a hang, a dead process) into an ``Outcome``.
+the trusted side small: it sends a probe's name and data, waits until an absolute deadline (a
+probe's, its stage's, the submission's: whichever comes first, however the bytes trickle in),
+checks the reply against its probe's schema (``replies.py``), and turns whatever happens (a
+value, an exception, a hang, a dead process, a malformed answer) into an ``Outcome``. Nothing
+the learner's process sends can raise here: whatever it sends is the learner's.
 """
 
 from __future__ import annotations
@@ -18,11 +21,15 @@ from pathlib import Path
 
 from lumen.stages import parse_stub_message
 
-from .untrusted import clean_reply  # every reply from learner code's process: cleaned once
+from . import replies
+from .untrusted import clean_reply, clean_text  # every reply from learner code: cleaned once
 
 SANDBOXED = Path(__file__).resolve().parent / "sandboxed"
 MAX_TIMEOUTS = 2  # per stage: after that its remaining probes fail at once
 PRINTED_LIMIT = 4000  # characters of a test's printed output shown to the learner
+#: Why an answer is the learner's when it is not what the grader's probe sends.
+MALFORMED = ("your code's process answered with something the grader's probe does not send "
+             "(did your code replace parts of the grader, or write to its socket?)")
 
 
 @dataclass
@@ -31,6 +38,7 @@ class Limits:
 
     probe_seconds: float = 20.0  # one probe (one call into learner code)
     import_seconds: float = 20.0  # importing the learner's three files for one stage
+    stage_seconds: float = 120.0  # one stage's checks, from its first
     submission_seconds: float = 300.0  # everything, all stages
     memory_bytes: int = 2 << 30  # address space a child may add on top of torch's own
     sandbox_memory_bytes: int = 8 << 30  # all processes of a worker (a cgroup, where possible)
@@ -211,6 +219,7 @@ class StageSession:
         """``request``: the stage_request.StageRequest its process is sent."""
         self.worker = worker
         self.deadline = deadline  # time.monotonic() by which the whole submission must be done
+        self.stage_deadline: float | None = None  # the stage's own, from its first call
         self.stage = request.stage
         self.request = request
         self.sock: socket.socket | None = None
@@ -221,18 +230,16 @@ class StageSession:
         self.timeouts = 0  # probes of this stage that ran out of time
 
     def _drop(self) -> None:
+        """End the child (the zygote kills it): a hang, a malformed answer or a deadline is
+        met by ending the process, never by waiting on it."""
         if self.pid is not None:
             self.worker.kill_child(self.pid)
         if self.sock is not None:
             self.sock.close()
         self.sock = self.pid = None
 
-    def _exchange(self, message: object, timeout: float) -> object:
-        from .sandboxed import protocol  # imports torch: not before the worker has started
-
-        self.sock.settimeout(max(timeout, 0.01))
-        protocol.send(self.sock, message)
-        return protocol.recv(self.sock)
+    def _import_deadline(self) -> float:
+        return min(self._started + self.worker.limits.import_seconds, self.deadline)
 
     def start(self) -> None:
         """Fork this stage's child and send it the submission, without waiting for it to load:
@@ -242,13 +249,16 @@ class StageSession:
         if self.sock is not None or self._started is not None:
             return
         self._started = time.monotonic()
+        deadline = self._import_deadline()
         try:
             self.sock = self.worker.connect()
-            self.sock.settimeout(max(self.worker.limits.import_seconds, 0.01))
-            self.pid = int(clean_reply(protocol.recv(self.sock))["pid"])
-            protocol.send(self.sock, self.request.message())
+            hello = protocol.recv(self.sock, deadline)
+            if replies.problem(hello, replies.HELLO_PID) is not None:
+                raise ValueError("a first message that is not the stage process's")
+            self.pid = hello["pid"]
+            protocol.send(self.sock, self.request.message(), deadline)
         except (TimeoutError, EOFError, ConnectionError, OSError, protocol.ProtocolError,
-                KeyError, TypeError, ValueError):
+                ValueError):
             self._drop()  # _open reports it, when the stage is graded
 
     def _open(self) -> Outcome | None:
@@ -256,83 +266,110 @@ class StageSession:
         from .sandboxed import protocol
 
         self.start()
-        started, self._started = self._started, None
-        timeout = min(self.worker.limits.import_seconds - (time.monotonic() - started),
-                      self.deadline - time.monotonic())
+        deadline = self._import_deadline()
+        self._started = None
         try:
             if self.sock is None:
                 raise ConnectionError("the stage's process could not be started")
-            self.sock.settimeout(max(timeout, 0.01))
-            hello = clean_reply(protocol.recv(self.sock))
+            hello = protocol.recv(self.sock, deadline)
         except TimeoutError:
             self._drop()
             return Outcome(timed_out=True, crashed="importing the submission did not finish "
-                           f"within {timeout:.0f} s (an infinite loop at import?)")
-        except (EOFError, ConnectionError, OSError, protocol.ProtocolError) as exc:
+                           f"within {self.worker.limits.import_seconds:.0f} s (an infinite "
+                           "loop at import?)")
+        except (EOFError, ConnectionError, OSError) as exc:
             self._drop()
             return Outcome(crashed=f"the process running the submission ended while importing "
                            f"it ({type(exc).__name__}): os._exit, a crash, or too much memory")
-        imports = hello.get("imports") if isinstance(hello, dict) else None
-        if not isinstance(imports, dict):
-            self._drop()
-            return Outcome(crashed="the process running the submission answered with something "
-                           "the grader does not send (did your code write to its socket?)")
-        self.import_errors = {str(m): error_dict(e) for m, e in imports.items()}
-        printed = hello.get("output", "")
-        if isinstance(printed, str):  # what the learner's code printed at import
-            self.printed.append(printed)
+        except protocol.ProtocolError as exc:
+            return self._malformed(str(exc), drop=True)
+        if (found := replies.problem(hello, replies.HELLO_IMPORTS)) is not None:
+            return self._malformed(found, drop=True)
+        hello = clean_reply(hello)
+        self.import_errors = {m: error_dict(e) for m, e in hello["imports"].items()}
+        self.printed.append(hello["output"])  # what the learner's code printed at import
         return None
 
-    def call(self, probe: str, seed: int = 0, timeout: float | None = None, **args) -> Outcome:
-        """Run ``probe`` on the learner's code with ``args``; never raises for learner faults."""
-        from .sandboxed import protocol
+    def _malformed(self, why: str, drop: bool = False, **extra) -> Outcome:
+        """The Outcome of an answer the grader's probe does not send: the learner's. ``drop``:
+        the stream can no longer be read in step, so the child goes."""
+        if drop:
+            self._drop()
+        return Outcome(crashed=f"{MALFORMED}: {clean_text(why, 300)}",
+                       import_errors=self.import_errors, **extra)
 
-        budget = self.deadline - time.monotonic()
-        if budget <= 0:
+    def _out_of_time(self) -> Outcome | None:
+        """An Outcome when the submission or this stage has no time left, else None."""
+        now = time.monotonic()
+        if self.deadline - now <= 0:
             return Outcome(timed_out=True, crashed="the submission used up its total time "
                            f"({self.worker.limits.submission_seconds:.0f} s)")
+        if self.stage_deadline is None:
+            self.stage_deadline = now + self.worker.limits.stage_seconds
+        if self.stage_deadline - now <= 0:
+            return Outcome(timed_out=True, import_errors=self.import_errors,
+                           crashed=f"this stage used up its time "
+                           f"({self.worker.limits.stage_seconds:.0f} s)")
         if self.timeouts >= MAX_TIMEOUTS:  # an endless loop costs a stage two timeouts, not all
             return Outcome(timed_out=True, import_errors=self.import_errors,
                            crashed=f"not run: {MAX_TIMEOUTS} earlier checks of this stage ran "
                            "out of time, so its remaining checks were skipped")
-        if self.sock is None or self._started is not None:  # not yet heard from its child
-            if (failed := self._open()) is not None:
-                return failed
+        return None
+
+    def call(self, probe: str, seed: int = 0, timeout: float | None = None, **args) -> Outcome:
+        """Run ``probe`` on the learner's code with ``args``; never raises for learner faults.
+
+        The call ends by one absolute deadline: the probe's ``timeout`` (the limit's by
+        default) from now, the stage's, or the submission's, whichever comes first. A reply
+        still not all there by then is the learner's timeout, and its process is ended."""
+        from .sandboxed import protocol
         from .sandboxed.probes import PROBES
 
         if probe not in PROBES:  # checked here, where an answer cannot be forged
             raise RuntimeError(f"the hidden suite asked for an unknown probe {probe!r}")
-        limit = min(timeout or self.worker.limits.probe_seconds, budget)
+        replies.schema_of(probe)  # a probe without a schema: the grader's bug, said now
+        if (late := self._out_of_time()) is not None:
+            return late
+        if self.sock is None or self._started is not None:  # not yet heard from its child
+            if (failed := self._open()) is not None:
+                return failed
+            if (late := self._out_of_time()) is not None:  # the import took the time
+                return late
+        # Encoded here, outside the learner's part: arguments it cannot send are the grader's bug.
+        request = protocol.encode({"probe": probe, "args": args, "seed": seed})
         started = time.monotonic()
+        deadline = min(started + (timeout or self.worker.limits.probe_seconds),
+                       self.stage_deadline, self.deadline)
         try:
-            reply = clean_reply(self._exchange({"probe": probe, "args": args, "seed": seed},
-                                               limit))
+            protocol.send_encoded(self.sock, request, deadline)
+            reply = protocol.recv(self.sock, deadline)
         except TimeoutError:
             self._drop()
             self.timeouts += 1
             return Outcome(timed_out=True, import_errors=self.import_errors,
                            seconds=time.monotonic() - started)
-        except (EOFError, ConnectionError, OSError, protocol.ProtocolError) as exc:
+        except (EOFError, ConnectionError, OSError) as exc:
             self._drop()
             return Outcome(crashed=f"the process running your code ended ({type(exc).__name__}): "
                            "os._exit, sys.exit in a thread, a segfault, or running out of memory",
                            import_errors=self.import_errors, seconds=time.monotonic() - started)
-        # Everything the process says is the learner's: a malformed answer is theirs too (a
-        # grader bug in a probe shows up in the parent's own checks, never as a zero here).
-        error = reply.get("error") if isinstance(reply, dict) else None
-        if not isinstance(reply, dict) or "probe_error" in reply:
-            return Outcome(crashed="your code's process answered with something the grader's "
-                           "probe does not send (did your code replace parts of the grader?)",
-                           import_errors=self.import_errors)
-        seconds = reply.get("seconds", 0.0)
+        except protocol.ProtocolError as exc:
+            return self._malformed(str(exc), drop=True, seconds=time.monotonic() - started)
+        # Everything the process says is the learner's: an answer that is not what the probe
+        # sends is theirs too (a grader bug in a probe shows up in the parent's own checks,
+        # tests/test_wire.py, never as a zero here), and its process is ended: one that
+        # answers out of turn cannot be trusted to keep in step.
+        if (found := replies.reply_problem(probe, reply)) is not None:
+            return self._malformed(found, drop=True)
+        if "probe_error" in reply:
+            return self._malformed(f"the probe refused its arguments: {reply['probe_error']}")
+        reply = clean_reply(reply)
         output = reply.get("output", "")
-        if isinstance(output, str):
-            self.printed.append(output)
+        self.printed.append(output)
+        error = reply.get("error")
         return Outcome(
             value=reply.get("value"), error=None if error is None else error_dict(error),
-            import_errors=self.import_errors,
-            output=output if isinstance(output, str) else "",
-            seconds=float(seconds) if isinstance(seconds, int | float) else 0.0,
+            import_errors=self.import_errors, output=output, seconds=float(reply["seconds"]),
         )
 
     def take_printed(self) -> str:

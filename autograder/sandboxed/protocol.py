@@ -1,20 +1,40 @@
 """The wire format between the grader and its worker: JSON plus raw tensor bytes, never pickle.
 
-A message is ``[u32 header length][header JSON][tensor bytes...]``. Tensors become
-``{"__tensor__": i, "dtype": ..., "shape": [...], "device": ...}`` in the header and their bytes
-follow in order. Loading a message can build only dicts, lists, strings, numbers, None and
-tensors of whitelisted dtypes: nothing in it can execute code.
+A message is ``[u64 length][u32 header length][header JSON][tensor bytes...]``. The header is
+``{"value": V, "tensors": [descriptor, ...]}``, and V is written so that no data can pass for
+a marker: numbers, strings, booleans and null are themselves, a list is a JSON array, and
+every JSON object is a one-key *tag*:
+
+- ``{"dict": {key: V, ...}}`` a dict, whatever its keys (a learner's ``{"tensor": 0}`` too);
+- ``{"tensor": i}`` the i-th descriptor, ``{"dtype", "shape", "device", "bytes"}``, its bytes
+  (``null`` on the meta device) following the header in order, each padded to ``ALIGN``;
+- ``{"object": "TypeName"}`` a value described, never sent (its methods could lie).
+
+Loading a message can build only dicts, lists, strings, numbers, None and tensors of
+whitelisted dtypes: nothing in it can execute code. The peer may be hostile (learner code
+can write anything to its socket), so ``recv`` reads against one absolute deadline; refuses,
+before building anything, a message bigger than ``MAX_MESSAGE``, a header bigger than
+``MAX_HEADER`` or of more than ``MAX_ITEMS`` values, and tensor bytes its descriptors do not
+account for; refuses a value nested deeper than ``MAX_DEPTH``; and reads tensor bytes once,
+into the buffer the tensors then use.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import struct
+import time
 
 import torch
 
-MAX_MESSAGE = 256 << 20  # bytes; a bigger message is a protocol error, not an allocation
+MAX_MESSAGE = 64 << 20  # bytes; an honest reply is at most ~9 MB (a GPT-2's logits and state)
+MAX_HEADER = 1 << 20  # bytes of header JSON; an honest one is at most ~4 KB
+MAX_DEPTH = 64  # JSON nesting; an honest header nests at most ~45 (``_encode``'s 20 levels)
+MAX_ITEMS = 100_000  # JSON values in a header; an honest one has at most ~300
 MAX_STRING = 4000  # characters kept of a message from learner code (an exception's)
+ALIGN = 16  # each tensor's bytes start at a multiple of this: complex128's itemsize
+CHUNK = 1 << 20  # bytes asked of one recv
 
 DTYPES: dict[str, torch.dtype] = {
     str(dt).removeprefix("torch."): dt
@@ -24,6 +44,7 @@ DTYPES: dict[str, torch.dtype] = {
         torch.bool,
     )
 }
+TAGS = ("dict", "tensor", "object")
 
 
 class ProtocolError(Exception):
@@ -39,45 +60,71 @@ def type_name(obj: object) -> str:
         return "?"
 
 
-def _encode(obj: object, blobs: list[bytes], depth: int = 0) -> object:
+# --- writing ---------------------------------------------------------------------------------
+
+
+def _encode(obj: object, tensors: list[dict], blobs: list[bytes], depth: int = 0) -> object:
     if depth > 20:
         raise ProtocolError("value nested too deeply")
     kind = type(obj)
     if obj is None or kind in (bool, int, float, str):
         return obj
     if kind in (list, tuple):
-        return [_encode(x, blobs, depth + 1) for x in obj]
+        return [_encode(x, tensors, blobs, depth + 1) for x in obj]
     if kind is dict:
-        return {str(k)[:200]: _encode(v, blobs, depth + 1) for k, v in obj.items()}
+        return {"dict": {str(k)[:200]: _encode(v, tensors, blobs, depth + 1)
+                         for k, v in obj.items()}}
     if kind in (torch.Tensor, torch.nn.Parameter):
-        return _encode_tensor(obj, blobs)
+        return _encode_tensor(obj, tensors, blobs)
     # Anything else (a learner's own class, a numpy array, a tensor subclass) is described,
     # never sent: its methods could lie.
-    return {"__object__": type_name(obj)}
+    return {"object": type_name(obj)}
 
 
-def _encode_tensor(t: torch.Tensor, blobs: list[bytes]) -> dict:
+def _encode_tensor(t: torch.Tensor, tensors: list[dict], blobs: list[bytes]) -> dict:
     t = torch.Tensor.detach(t)
     dtype = str(t.dtype).removeprefix("torch.")
-    head = {"dtype": dtype, "shape": list(t.shape), "device": str(t.device)}
     if dtype not in DTYPES or t.layout != torch.strided:
-        return {"__object__": f"Tensor(dtype={dtype}, layout={t.layout})"}
-    if t.device.type == "meta":
-        return {"__tensor__": None, **head}
-    flat = t.resolve_conj().resolve_neg().cpu().contiguous().reshape(-1)
-    blobs.append(flat.view(torch.uint8).numpy().tobytes())
-    return {"__tensor__": len(blobs) - 1, **head}
+        return {"object": f"Tensor(dtype={dtype}, layout={t.layout})"}
+    head = {"dtype": dtype, "shape": list(t.shape), "device": str(t.device), "bytes": None}
+    if t.device.type != "meta":
+        flat = t.resolve_conj().resolve_neg().cpu().contiguous().reshape(-1)
+        blob = flat.view(torch.uint8).numpy().tobytes()
+        head["bytes"] = len(blob)
+        blobs += [blob, bytes(-len(blob) % ALIGN)]  # the padding: the next one starts aligned
+    tensors.append(head)
+    return {"tensor": len(tensors) - 1}
 
 
 def encode(obj: object) -> bytes:
-    """``obj`` as one message."""
+    """``obj`` as one message, without its u64 length."""
+    tensors: list[dict] = []
     blobs: list[bytes] = []
-    header = _encode(obj, blobs)
-    body = json.dumps({"value": header, "sizes": [len(b) for b in blobs]}).encode()
-    data = b"".join([struct.pack(">I", len(body)), body, *blobs])
-    if len(data) > MAX_MESSAGE:
-        raise ProtocolError(f"message of {len(data):,} bytes exceeds {MAX_MESSAGE:,}")
+    value = _encode(obj, tensors, blobs)
+    header = json.dumps({"value": value, "tensors": tensors}).encode()
+    data = b"".join([struct.pack(">I", len(header)), header, *blobs])
+    if len(data) > MAX_MESSAGE or len(header) > MAX_HEADER:
+        raise ProtocolError(f"message of {len(data):,} bytes (a header of {len(header):,}) "
+                            f"exceeds {MAX_MESSAGE:,} ({MAX_HEADER:,})")
     return data
+
+
+def send(sock, obj: object, deadline: float | None = None) -> None:
+    """Send ``obj`` as one length-prefixed message; by ``deadline`` (time.monotonic()), if
+    given, else TimeoutError (a peer that reads a byte at a time gets no more time)."""
+    send_encoded(sock, encode(obj), deadline)
+
+
+def send_encoded(sock, data: bytes, deadline: float | None = None) -> None:
+    """``send`` of a message already encoded."""
+    for part in (struct.pack(">Q", len(data)), data):
+        view = memoryview(part)
+        while view:
+            _wait(sock, deadline)
+            view = view[sock.send(view[:CHUNK]):]
+
+
+# --- reading ---------------------------------------------------------------------------------
 
 
 class MetaTensor:
@@ -100,75 +147,164 @@ class RemoteObject:
         return f"<a {self.type_name} object>"
 
 
-def _decode(obj: object, blobs: list[memoryview]) -> object:
-    if isinstance(obj, list):
-        return [_decode(x, blobs) for x in obj]
-    if not isinstance(obj, dict):
-        return obj
-    if "__object__" in obj:
-        return RemoteObject(str(obj["__object__"]))
-    if "__tensor__" not in obj:
-        return {k: _decode(v, blobs) for k, v in obj.items()}
-    dtype = DTYPES.get(obj["dtype"])
-    shape = [int(s) for s in obj["shape"]]
-    if dtype is None or any(s < 0 for s in shape):
-        raise ProtocolError(f"bad tensor header {obj!r}")
-    if obj["__tensor__"] is None:
-        return MetaTensor(dtype, shape)
-    raw = blobs[int(obj["__tensor__"])]
+#: A JSON string (its escapes included), or a character that starts a value: what a string
+#: holds is text, not structure.
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[{,]', re.DOTALL)
+
+
+def _within_budget(text: str) -> None:
+    """Refuse a header of more than MAX_ITEMS values before json.loads builds them (tens of
+    MB of ``[],[],...`` would be gigabytes of lists). Counting its commas and brackets, at C
+    speed, bounds the values from above; only a header over that bound (commas in its strings,
+    or too many values) is counted exactly, by one pass that stops at the first value too many.
+    Nesting is bounded while the value is built (``_value``; json.loads stops at Python's
+    recursion limit, which costs nothing)."""
+    if text.count(",") + text.count("[") + text.count("{") < MAX_ITEMS:
+        return
+    for items, _ in enumerate(_TOKEN.finditer(text)):
+        if items >= MAX_ITEMS:
+            raise ProtocolError(f"a header of more than {MAX_ITEMS:,} values")
+
+
+def _header(raw: bytes) -> tuple[object, list[dict]]:
+    """The header's value (still tagged) and its tensor descriptors, checked."""
+    try:
+        text = raw.decode("utf-8")  # strictly: json.loads would guess UTF-16 from raw bytes
+    except UnicodeDecodeError as error:
+        raise ProtocolError(f"a header that is not UTF-8: {error}") from error
+    _within_budget(text)
+    try:
+        header = json.loads(text)
+    except (ValueError, RecursionError) as error:  # big-integer digits are a ValueError too
+        raise ProtocolError(f"a header that is not JSON: {error}") from error
+    if type(header) is not dict or set(header) != {"value", "tensors"} \
+            or type(header["tensors"]) is not list:
+        raise ProtocolError("a header without exactly its value and tensors")
+    return header["value"], [_descriptor(d) for d in header["tensors"]]
+
+
+def _descriptor(d: object) -> dict:
+    """A tensor descriptor, its fields typed and consistent (bytes = numel * itemsize)."""
+    if type(d) is not dict or set(d) != {"dtype", "shape", "device", "bytes"}:
+        raise ProtocolError(f"a tensor descriptor with other fields: {str(d)[:200]}")
+    dtype, shape, nbytes = DTYPES.get(d["dtype"]) if type(d["dtype"]) is str else None, \
+        d["shape"], d["bytes"]
+    if dtype is None or type(shape) is not list or type(d["device"]) is not str \
+            or not all(type(s) is int and 0 <= s < 1 << 62 for s in shape) or len(shape) > 64:
+        raise ProtocolError(f"a bad tensor descriptor: {str(d)[:200]}")
     numel = 1
     for s in shape:
-        numel *= s
-    itemsize = torch.empty((), dtype=dtype).element_size()
-    if len(raw) != numel * itemsize:
-        raise ProtocolError("tensor bytes do not match its shape")
-    if numel == 0:
-        t = torch.empty(shape, dtype=dtype)
-    else:
-        t = torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dtype).reshape(shape)
-    t.remote_device = obj["device"]  # where it lived in the worker
-    return t
+        numel = min(numel * s, 1 << 62)  # a meta tensor may be huge; it holds no bytes
+    if nbytes is not None and (type(nbytes) is not int
+                               or nbytes != numel * dtype.itemsize):
+        raise ProtocolError(f"tensor bytes that do not match its shape: {str(d)[:200]}")
+    return {"dtype": dtype, "shape": shape, "device": d["device"][:200], "bytes": nbytes}
+
+
+def _blob_bytes(tensors: list[dict]) -> int:
+    """How many bytes follow the header: each tensor's, padded to ALIGN."""
+    return sum(d["bytes"] + -d["bytes"] % ALIGN for d in tensors if d["bytes"] is not None)
+
+
+def _tensors(descriptors: list[dict], blobs: bytearray) -> list[object]:
+    """Each descriptor's tensor, sharing ``blobs``' memory (no copy), or its MetaTensor."""
+    out: list[object] = []
+    offset = 0
+    for d in descriptors:
+        if d["bytes"] is None:
+            out.append(MetaTensor(d["dtype"], d["shape"]))
+            continue
+        if d["bytes"] == 0:
+            t = torch.empty(d["shape"], dtype=d["dtype"])
+        else:
+            t = torch.frombuffer(blobs, dtype=d["dtype"], count=d["bytes"] // d["dtype"].itemsize,
+                                 offset=offset).reshape(d["shape"])
+        offset += d["bytes"] + -d["bytes"] % ALIGN
+        t.remote_device = d["device"]  # where it lived in the worker
+        out.append(t)
+    return out
+
+
+def _value(obj: object, tensors: list[object], used: set[int], depth: int = 0) -> object:
+    """The tagged header value as data, at most MAX_DEPTH deep; each tensor may be referenced
+    once (no amplification: one 8 MB tensor named 100,000 times would be 800 GB)."""
+    kind = type(obj)
+    if obj is None or kind in (bool, int, float, str):
+        return obj
+    if depth >= MAX_DEPTH:
+        raise ProtocolError(f"a header nested more than {MAX_DEPTH} deep")
+    if kind is list:
+        return [_value(x, tensors, used, depth + 1) for x in obj]
+    if kind is not dict or len(obj) != 1 or next(iter(obj)) not in TAGS:
+        raise ProtocolError(f"a JSON object that is not a tag of the protocol: {str(obj)[:200]}")
+    (tag, inner), = obj.items()
+    if tag == "dict" and type(inner) is dict:
+        return {k: _value(v, tensors, used, depth + 2) for k, v in inner.items()}
+    if tag == "object" and type(inner) is str:
+        return RemoteObject(inner)
+    if tag == "tensor" and type(inner) is int and 0 <= inner < len(tensors) \
+            and inner not in used:
+        used.add(inner)
+        return tensors[inner]
+    raise ProtocolError(f"a bad {tag!r} tag: {str(obj)[:200]}")
+
+
+def _build(value: object, descriptors: list[dict], blobs: bytearray) -> object:
+    tensors = _tensors(descriptors, blobs)
+    used: set[int] = set()
+    result = _value(value, tensors, used)
+    if len(used) != len(tensors):
+        raise ProtocolError("a tensor sent but never referenced")
+    return result
 
 
 def decode(data: bytes) -> object:
     """The value in one message (the inverse of ``encode``)."""
-    try:
-        (n,) = struct.unpack(">I", data[:4])
-        header = json.loads(data[4 : 4 + n])
-        blobs, offset = [], 4 + n
-        view = memoryview(data)
-        for size in header["sizes"]:
-            blobs.append(view[offset : offset + int(size)])
-            offset += int(size)
-        if offset != len(data):
-            raise ProtocolError("trailing bytes after the last tensor")
-        return _decode(header["value"], blobs)
-    except ProtocolError:
-        raise
-    except Exception as error:
-        raise ProtocolError(f"malformed message: {error}") from error
+    if len(data) < 4:
+        raise ProtocolError("a message shorter than its header length")
+    (n,) = struct.unpack(">I", data[:4])
+    if n > MAX_HEADER or 4 + n > len(data):
+        raise ProtocolError(f"a header of {n:,} bytes in a message of {len(data):,}")
+    value, descriptors = _header(data[4 : 4 + n])
+    if 4 + n + _blob_bytes(descriptors) != len(data):
+        raise ProtocolError("tensor bytes that do not add up to the message")
+    return _build(value, descriptors, bytearray(data[4 + n :]))
 
 
-def send(sock, obj: object) -> None:
-    """Send ``obj`` as one length-prefixed message on a connected socket."""
-    data = encode(obj)
-    sock.sendall(struct.pack(">Q", len(data)) + data)
+def _wait(sock, deadline: float | None) -> None:
+    """Give the next socket operation only what is left until ``deadline``."""
+    if deadline is not None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the deadline passed")
+        sock.settimeout(left)
 
 
-def _recv_exact(sock, n: int) -> bytes:
-    chunks, got = [], 0
-    while got < n:
-        chunk = sock.recv(min(n - got, 1 << 20))
-        if not chunk:
+def _recv_into(sock, buffer: bytearray, deadline: float | None) -> None:
+    view, got = memoryview(buffer), 0
+    while got < len(buffer):
+        _wait(sock, deadline)
+        n = sock.recv_into(view[got:], min(len(buffer) - got, CHUNK))
+        if not n:
             raise EOFError("the other end closed the connection")
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
+        got += n
 
 
-def recv(sock) -> object:
-    """Receive one message; EOFError if the peer has gone."""
-    (n,) = struct.unpack(">Q", _recv_exact(sock, 8))
-    if n > MAX_MESSAGE:
-        raise ProtocolError(f"message of {n:,} bytes exceeds {MAX_MESSAGE:,}")
-    return decode(_recv_exact(sock, n))
+def _read(sock, n: int, deadline: float | None) -> bytearray:
+    buffer = bytearray(n)
+    _recv_into(sock, buffer, deadline)
+    return buffer
+
+
+def recv(sock, deadline: float | None = None) -> object:
+    """Receive one message; EOFError if the peer has gone, TimeoutError if it is not all
+    there by ``deadline`` (time.monotonic()), ProtocolError if it breaks a rule above. Sizes
+    are checked before what they announce is read: the grader's memory follows MAX_MESSAGE."""
+    total, n = struct.unpack(">QI", _read(sock, 12, deadline))
+    if total > MAX_MESSAGE or n > MAX_HEADER or 4 + n > total:
+        raise ProtocolError(f"a message of {total:,} bytes with a header of {n:,} (at most "
+                            f"{MAX_MESSAGE:,} and {MAX_HEADER:,})")
+    value, descriptors = _header(bytes(_read(sock, n, deadline)))
+    if 4 + n + _blob_bytes(descriptors) != total:
+        raise ProtocolError("tensor bytes that do not add up to the message")
+    return _build(value, descriptors, _read(sock, total - 4 - n, deadline))

@@ -29,15 +29,27 @@ class NotImplementedYet(Mistake):
 
 
 class Reply(dict):
-    """A probe's reply: a missing key means the worker's answer was tampered with."""
+    """A probe's reply, or a dict in it. Its fields are the probe's (``autograder/replies.py``
+    checked them where the reply arrived); a key that may be absent (a probe's optional field,
+    a name in the learner's state_dict) is, when missing, the learner's mistake."""
 
     def __getitem__(self, key: str) -> object:
         if key not in self:
             raise Mistake(
-                f"the answer from your code's process lacks {key!r}: it was not produced by the "
-                "grader's probe (did your code replace parts of the grader?)"
+                f"the answer from your code's process has no {key!r}: a state_dict or result "
+                "without it (keep the stub's names for every layer and field), or an answer "
+                "the grader's probe did not produce (did your code replace parts of the grader?)"
             )
         return dict.__getitem__(self, key)
+
+
+def _as_replies(value: object) -> object:
+    """``value`` with every dict in it a ``Reply`` (cleaning bounded the depth)."""
+    if isinstance(value, dict):
+        return Reply({k: _as_replies(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return [_as_replies(v) for v in value]
+    return value
 
 
 def describe_error(error: dict) -> str:
@@ -72,9 +84,7 @@ def unwrap(outcome: Outcome, what: str, module: str | None = None) -> object:
         if outcome.error.get("not_implemented"):
             raise NotImplementedYet(f"{what} is not implemented yet")
         raise Mistake(f"{what} raised {describe_error(outcome.error)}")
-    if isinstance(outcome.value, dict):
-        return Reply(outcome.value)
-    return outcome.value
+    return _as_replies(outcome.value)
 
 
 #: Whether a grader without a GPU runs the device checks on the meta device. Off, those checks
@@ -151,10 +161,15 @@ def expect_error(outcome: Outcome, what: str, kinds: tuple[str, ...], why: str,
 
 def expect_tensor(value: object, what: str, like: torch.Tensor | None = None,
                   device: str | None = None) -> torch.Tensor | MetaTensor:
-    """``value`` must be a tensor (of ``like``'s shape and dtype, on ``device``)."""
+    """``value`` must be a tensor (of ``like``'s shape and dtype, on ``device``). A tensor on
+    the meta device (no values) passes only when ``device`` is "meta": the caller goes on to
+    read the values of any other."""
     if isinstance(value, RemoteObject) or not isinstance(value, torch.Tensor | MetaTensor):
         kind = value.type_name if isinstance(value, RemoteObject) else type(value).__name__
         raise Mistake(f"{what} returned a {kind}, not a torch.Tensor")
+    if device is None and isinstance(value, MetaTensor):
+        raise Mistake(f"{what} came back on the meta device, without values: create new "
+                      "tensors on the inputs' device (device=ids.device), never a fixed one")
     if like is not None:
         if tuple(value.shape) != tuple(like.shape):
             raise Mistake(

@@ -93,7 +93,11 @@ def _verdict(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport
         if isinstance(error, Mistake):
             result.message = str(error)
             result.not_implemented = isinstance(error, NotImplementedYet)
-        else:  # a bug in the grader: say so, never show its traceback to the learner
+        else:
+            # A bug in the grader, and only that: whatever the learner's process sends arrives
+            # as an Outcome, checked against its probe's schema (worker_client, replies.py),
+            # and the suites judge every schema-valid value with a Mistake (tests/test_wire.py
+            # feeds them random ones). Say so; never show its traceback to the learner.
             result.grader_error = True
             result.message = (
                 f"internal grader error ({type(error).__name__}: {error}); "

@@ -124,13 +124,18 @@ def _near(t: torch.Tensor, std: float) -> bool:
     return abs(float(x.std()) - std) <= 6 * std / math.sqrt(2 * x.numel())
 
 
+def _stepped(weight: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+    """``weight`` after one SGD step on ``grad``; a bool weight (a learner's) counts as 0/1."""
+    return (weight.double() if weight.dtype == torch.bool else weight) - LR * grad
+
+
 def _trained(after: object, weight: torch.Tensor, grad: torch.Tensor, what: str) -> None:
     """``after`` must be ``weight`` moved by one SGD step on ``grad``: the numbers the probe
     reported are then the Parameter that layer.parameters() trains."""
     if isinstance(after, dict) and "error" in after:
         raise Mistake(f"{what}: one SGD step over layer.parameters() raised {after['error']}: "
                       f"{after['message']}")
-    expected = weight - LR * grad
+    expected = _stepped(weight, grad)
     if not values.close(after, expected, rtol=1e-5):
         where = values.first_gap(after, expected, 1e-5) if isinstance(after, torch.Tensor) else ""
         raise Mistake(f"{what}: after one SGD step over layer.parameters(), self.weight is not "
@@ -235,7 +240,7 @@ def test_reset_refills_in_place(learner, seed, gen):
     rows = expect_tensor(rows, f"{what}: the rows", like=torch.empty(V, D, dtype=kind))
     after = result["after"]
     moved = not (isinstance(after, dict) and "error" in after) and values.close(
-        after, rows - LR * grad, rtol=1e-5)
+        after, _stepped(rows, grad), rtol=1e-5)
     if not moved:
         if not result["same_object"] or values.close(after, rows, rtol=1e-6):
             raise Mistake(

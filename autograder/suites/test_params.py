@@ -20,6 +20,7 @@ import math
 
 import torch
 
+from autograder.suites import values
 from autograder.suites.feedback import Mistake, NotImplementedYet, unwrap
 from autograder.worker_client import is_stub_message
 from lumen import params as ref
@@ -85,7 +86,7 @@ def _numeric(entry: object) -> Number | None:
     for key in ("int", "float"):
         value = entry.get(key)
         if isinstance(value, int | float) and not isinstance(value, bool):
-            return value
+            return values.comparable(value)
     return None
 
 
@@ -129,7 +130,7 @@ def _number(value: object, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         kind = value.get("type") if isinstance(value, dict) else type(value).__name__
         raise Mistake(f"{what} returned a {kind}, expected a plain Python number")
-    return value
+    return values.comparable(value)
 
 
 def _total_hint(diff: Number, shape: dict, tied: bool, name: str) -> str:

@@ -95,20 +95,46 @@ def logits_after_sgd(model: ref.GPT2, ids: torch.Tensor, grad: torch.Tensor,
     return logits(model, ids_after)
 
 
+def comparable(number: int | float) -> int | float:
+    """A number the learner's code returned, as the suites compare and show it: an int too big
+    for a float (10**400 is a Python int like any other) becomes +-inf, so that math.isclose,
+    division and "{:.6g}" judge it instead of raising OverflowError."""
+    if isinstance(number, int) and not isinstance(number, bool):
+        try:
+            float(number)
+        except OverflowError:
+            return float("inf") if number > 0 else float("-inf")
+    return number
+
+
+def _scale(expected: torch.Tensor) -> float:
+    """The largest finite entry's size: an inf or NaN (from a learner's own weights) must not
+    make every value close (atol = inf) or the comparison raise (atol = NaN)."""
+    finite = expected[torch.isfinite(expected)]
+    return float(finite.abs().max()) if finite.numel() else 0.0
+
+
 def close(got: object, expected: torch.Tensor, rtol: float = 1e-4) -> bool:
     """``got`` is a tensor of ``expected``'s shape, equal within ``rtol`` of its largest entry
     (float32 noise of a tiny model computed twice; a wrong tie is off by percents)."""
-    if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(expected.shape):
+    if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(expected.shape) \
+            or got.is_complex() != expected.is_complex():  # .double() would drop the imaginary
         return False
     got, expected = got.double(), expected.double()
-    scale = float(expected.abs().max()) if expected.numel() else 0.0
+    scale = _scale(expected)
     return bool(torch.allclose(got, expected, rtol=rtol, atol=rtol * scale))
 
 
 def first_gap(got: torch.Tensor, expected: torch.Tensor, rtol: float = 1e-4) -> str:
-    """Where two same-shape tensors first differ beyond ``close``'s tolerance, for a message."""
+    """Where two tensors first differ beyond ``close``'s tolerance, for a message ("" if
+    nowhere); the learner's ``got`` may have any shape or dtype."""
+    if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(expected.shape):
+        shape = tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
+        return f"(it has shape {shape}, expected {tuple(expected.shape)})"
+    if got.is_complex() != expected.is_complex():
+        return f"(it is {got.dtype}, expected {expected.dtype})"
     got, expected = got.double(), expected.double()
-    atol = rtol * float(expected.abs().max())
+    atol = rtol * _scale(expected)
     far = ~torch.isclose(got, expected, rtol=rtol, atol=atol)
     if not bool(far.any()):
         return ""
