@@ -337,7 +337,7 @@ def _terminate_as_interrupt() -> Iterator[None]:
 
 
 def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
-        device: str = "auto", sandbox: str = "auto", stages: list[str] | None = None,
+        device: str = "auto", sandbox: str = "bwrap", stages: list[str] | None = None,
         visibility: str = "after_due_date", out_dir: Path | None = None,
         progress=None, probe_seconds: float | None = None, exports: list[str] | None = None,
         roster=None, assignment: str | None = None) -> int:
