@@ -331,3 +331,24 @@ def choose_launcher(kind: str = BWRAP) -> PlainLauncher:
     if path is None:
         raise GraderError(f"learner code runs only inside bubblewrap, and {why}: {FIX}")
     return BwrapLauncher(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m autograder.sandbox [--sandbox KIND]``: whether learner code can run here as
+    KIND asks (``make sandbox`` runs it): 0, or 1 with the fix. Standard library only."""
+    parser = argparse.ArgumentParser(prog="python -m autograder.sandbox",
+                                     description="Check the sandbox for learner code.")
+    add_option(parser)
+    args = parser.parse_args(argv)
+    try:
+        launcher = choose_launcher(args.sandbox)
+    except GraderError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    print(f"warning: {launcher.warning}" if launcher.warning else
+          f"sandbox: bubblewrap ({launcher.bwrap}) can start a sandbox here", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 import textwrap
 from pathlib import Path
 
@@ -241,6 +242,12 @@ def test_operator_notes_never_reach_the_learner(tmp_path, capsys):
                                          "stages": ["embedding"]})
     _learner_sees(reply["feedback"], "feedback.txt")
     _learner_sees(reply["results"]["output"], "the batch's results.json output")
+    (tmp_path / "grades" / "bob").mkdir(parents=True)
+    (tmp_path / "grades" / "bob" / "results.json").write_text(json.dumps(reply["results"]))
+    batch.write_summary(tmp_path / "grades", batch.collect(
+        [batch.Learner("bob", folder)], tmp_path / "grades"))
+    summary = (tmp_path / "grades" / "summary.md").read_text()
+    assert "Not graded in bubblewrap" in summary and "unsafe-process" in summary, summary
 
     capsys.readouterr()
     for visibility in ("hidden", "visible"):
@@ -249,3 +256,29 @@ def test_operator_notes_never_reach_the_learner(tmp_path, capsys):
         capsys.readouterr()
         classroom.report(out, 0, github_output=str(tmp_path / "github-output"))
         _learner_sees(capsys.readouterr().out, f"Classroom's summary ({visibility})")
+
+
+# --- make sandbox: fails, never a note, unless the operator opted out --------------------------
+
+
+def _make_sandbox(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
+    fake = tmp_path / "bin"
+    fake.mkdir(exist_ok=True)
+    (fake / "bwrap").write_text("#!/bin/sh\necho 'bwrap: No permissions to create a new "
+                                "namespace' >&2\nexit 1\n")
+    (fake / "bwrap").chmod(0o755)
+    return subprocess.run(["make", "--no-print-directory", "-C", str(REPO), "sandbox", *extra],
+                          env={**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"},
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_make_sandbox_fails_where_bwrap_cannot_start(tmp_path):
+    done = _make_sandbox(tmp_path)
+    assert done.returncode != 0, done.stdout + done.stderr
+    _says_the_fix(done.stderr)
+
+
+def test_make_sandbox_passes_when_the_operator_opts_out(tmp_path):
+    done = _make_sandbox(tmp_path, "SANDBOX=unsafe-process")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "warning: --sandbox unsafe-process" in done.stderr
