@@ -282,3 +282,25 @@ def test_make_sandbox_passes_when_the_operator_opts_out(tmp_path):
     done = _make_sandbox(tmp_path, "SANDBOX=unsafe-process")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "warning: --sandbox unsafe-process" in done.stderr
+
+
+@pytest.mark.skipif(not AS_ROOT, reason="the private root is built only as root")
+def test_a_private_root_that_cannot_be_built_stops_the_worker_not_a_stage(monkeypatch):
+    """The zygote tries the whole isolation once before it says ready: where it fails, the
+    worker does not start (a grading error, exit 2), instead of a stage crashing as if the
+    learner's code had."""
+    import sys
+
+    monkeypatch.syspath_prepend(str(REPO / "autograder" / "sandboxed"))
+    import isolation  # the worker's own module, as the zygote imports it
+
+    good = json.dumps(sandbox.view(REPO / "autograder" / "sandboxed", sandbox.GRADER, False))
+    try:
+        isolation.confine_to(good)
+        broken = json.loads(good)
+        broken["links"] = {"/usr": "elsewhere"}  # a link where a folder is shown: mkdir fails
+        with pytest.raises(SystemExit, match="cannot build its private root"):
+            isolation.confine_to(json.dumps(broken))
+    finally:
+        isolation.confine_to(None)
+        sys.modules.pop("isolation", None)

@@ -86,20 +86,31 @@ def confine_to(allowlist: str | None) -> None:
     global _ROOT
     _ROOT = None if allowlist is None else json.loads(allowlist)
     if _ROOT is not None and not _can_isolate():
-        raise SystemExit("--sandbox unsafe-process as root, but a stage process cannot enter "
-                         "namespaces here (no CAP_SYS_ADMIN?): it would see every file")
+        raise SystemExit("--sandbox unsafe-process as root, but a stage process cannot build "
+                         "its private root here (namespaces or mounts refused: no "
+                         "CAP_SYS_ADMIN?), and without one it would see every file")
 
 
 def _can_isolate() -> bool:
-    """Whether a child can enter namespaces and drop to another user (tried in a fork)."""
+    """Whether a stage process can isolate itself here: tried whole in a fork, as a stage
+    process does it (namespaces, then, as process 1 of the new PID namespace, its private
+    filesystem), so that a failure stops the worker's start, never a learner's stage."""
     pid = os.fork()
     if pid == 0:
+        code = 1
         try:
-            ok = enter_namespaces() and _libc.mount(None, b"/", None, MS_REC | MS_PRIVATE,
-                                                    None) == 0
-        except BaseException:  # noqa: BLE001 - whatever failed, the answer is no
-            ok = False
-        os._exit(0 if ok else 1)
+            if enter_namespaces():
+                inner = os.fork()
+                if inner == 0:
+                    try:
+                        private_filesystem()
+                        os._exit(0)
+                    except BaseException:  # noqa: BLE001 - whatever failed, the answer is no
+                        os._exit(1)
+                code = 0 if os.waitpid(inner, 0)[1] == 0 else 1
+        except BaseException:  # noqa: BLE001
+            code = 1
+        os._exit(code)
     return os.waitpid(pid, 0)[1] == 0
 
 
