@@ -167,10 +167,15 @@ class BwrapLauncher(PlainLauncher):
         return path, ""
 
     def child_limits(self, uid: int | None) -> dict:
-        return {"uid": uid, "processes": 64}
+        """As root: a user of its own per stage process. Otherwise bwrap's user namespace
+        maps one user only: each stage process keeps it with no capability left, and the
+        submission's processes share the process limit of its block of users."""
+        if self.as_root:
+            return {"uid": uid, "processes": 64}
+        return {"uid": None, "drop_capabilities": True, "processes": 64 * UIDS_PER_SUBMISSION}
 
     def uses_uids(self) -> bool:
-        return True
+        return self.as_root
 
     def socket_path(self, run_dir: Path) -> Path:
         return run_dir / "worker.sock"
@@ -183,6 +188,9 @@ class BwrapLauncher(PlainLauncher):
         args = [self.bwrap, "--die-with-parent", "--new-session", "--unshare-net",
                 "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
                 "--proc", "/proc"]
+        if not self.as_root:  # the zygote is root of the sandbox's own user namespace, with
+            args += ["--unshare-user", "--uid", "0", "--gid", "0", "--cap-add", "ALL"]  # the
+            # capabilities a stage process needs to isolate itself and then gives up for good
         args += ["--dev", "/dev"]  # a minimal /dev (null, zero, random, ...), and on a GPU
         shown = view(sandboxed, GRADER, self.cuda)  # runner the NVIDIA devices alone
         args += [a for p in shown["devices"] for a in ("--dev-bind", p, p)]

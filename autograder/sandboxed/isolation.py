@@ -43,6 +43,8 @@ MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x20, 0x1000, 0x4000, 0x40000
 MNT_DETACH = 2
 PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}  # its syscall number (Python has no pivot_root)
 PR_SET_NO_NEW_PRIVS = 38
+PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
+CAPSET, LINUX_CAPABILITY_VERSION_3 = {"x86_64": 126, "aarch64": 91}, 0x20080522
 #: The device nodes of a minimal /dev, as bwrap's --dev makes it.
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 
@@ -164,9 +166,24 @@ def private_filesystem() -> None:
             os.close(fd)
         if os.path.isdir("/dev/shm"):
             _mount(b"tmpfs", "/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=1777")
+        _nothing_shared_left()
     _mount(b"proc", "/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     os.mkdir(GRADER_DIR, 0o700)
     os.mkdir(SUBMISSION, 0o755)
+
+
+def _nothing_shared_left() -> None:
+    """Inside bubblewrap: what every stage process would otherwise share is taken away in
+    ours. The sandbox's own root and /dev (where bwrap made folders, owned by the sandbox's
+    user where the grader is not root) become read-only, and /run (the zygote's socket
+    folder, the operator's own where the grader is not root) an empty read-only tmpfs: no
+    file left there reaches a sibling or the next learner."""
+    for path in ("/", "/dev"):
+        kept = os.statvfs(path).f_flag & (MS_NOSUID | MS_NODEV | MS_NOEXEC)  # same bits
+        _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | kept)
+    if os.path.isdir("/run"):
+        _mount(b"tmpfs", "/run", b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+               b"size=4k,mode=0755")
 
 
 def private_root(allowlist: dict) -> None:
@@ -263,9 +280,11 @@ def confine(limits: dict) -> str:
     set_limit(resource.RLIMIT_FSIZE, int(limits.get("file_bytes", 16 << 20)))
     set_limit(resource.RLIMIT_NOFILE, 256)
     set_limit(resource.RLIMIT_CORE, 0)
-    if limits.get("uid") is not None:
+    if limits.get("uid") is not None or limits.get("drop_capabilities"):
         set_limit(resource.RLIMIT_NPROC, int(limits.get("processes", 64)))
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a too-big write fails instead of killing
+    if limits.get("drop_capabilities"):  # no other user to become: no capability instead
+        drop_capabilities()
     return bound
 
 
@@ -285,6 +304,27 @@ def first_to_go() -> None:
             f.write("500")
     except OSError:
         pass
+
+
+def drop_capabilities() -> None:
+    """Keep this process's user but give up every capability, for good: where the grader is
+    not root, bubblewrap's user namespace maps a single user (the operator's, seen as 0), so
+    there is no other user to become; what makes uid 0 there privileged is its capabilities
+    over the sandbox's own namespaces, and those go (bounding, ambient, effective, permitted
+    and inheritable sets), with no_new_privs so no file can give them back."""
+    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    _check(_libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "ambient caps")
+    with open("/proc/sys/kernel/cap_last_cap") as f:
+        last = int(f.read())
+    for cap in range(last + 1):
+        _check(_libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0), f"drop capability {cap}")
+    header = (ctypes.c_uint32 * 2)(LINUX_CAPABILITY_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: all empty
+    _check(_libc.syscall(CAPSET[os.uname().machine], header, data), "capset")
+    with open("/proc/self/status") as status:
+        held = [line for line in status if line.startswith(("CapEff", "CapPrm", "CapBnd"))]
+    if any(int(line.split()[1], 16) for line in held):
+        raise IsolationError(1, f"capabilities left after dropping them: {held}")
 
 
 def drop_privileges(uid: int | None) -> None:
