@@ -168,11 +168,12 @@ class BwrapLauncher(PlainLauncher):
 
     def child_limits(self, uid: int | None) -> dict:
         """As root: a user of its own per stage process. Otherwise bwrap's user namespace
-        maps one user only: each stage process keeps it with no capability left, and the
-        submission's processes share the process limit of its block of users."""
+        maps one user only: each stage process keeps it with no capability left, and since
+        the kernel counts processes per user, the whole sandbox (zygote and stage processes,
+        threads included) shares one limit, set higher for that."""
         if self.as_root:
             return {"uid": uid, "processes": 64}
-        return {"uid": None, "drop_capabilities": True, "processes": 64 * UIDS_PER_SUBMISSION}
+        return {"uid": None, "drop_capabilities": True, "processes": 128}
 
     def uses_uids(self) -> bool:
         return self.as_root
