@@ -309,3 +309,27 @@ def test_a_private_root_that_cannot_be_built_stops_the_worker_not_a_stage(monkey
     finally:
         isolation.confine_to(None)
         sys.modules.pop("isolation", None)
+
+
+@pytest.mark.parametrize("root", [True, False])
+def test_bwrap_gives_every_stage_process_an_unprivileged_user(monkeypatch, tmp_path, root):
+    """As root: a user id of its own per stage process. As anyone else, bwrap's user namespace
+    maps only that user: the worker is root there, so that stage processes can still isolate
+    themselves, and each then drops every capability (the attack above, run without root,
+    reads CapEff 0)."""
+    monkeypatch.setattr(os, "geteuid", lambda: 0 if root else 1000)
+    (tmp_path / "run").mkdir()
+    launcher = BwrapLauncher("/usr/bin/bwrap")
+    try:
+        args = launcher.command(Path("w.py"), Path("/x"), tmp_path / "run", tmp_path)
+    finally:
+        launcher.release()
+    limits = launcher.child_limits(FIRST_UID)
+    if root:
+        assert launcher.uses_uids() and limits["uid"] == FIRST_UID
+        assert "--unshare-user" not in args and "--cap-add" not in args
+    else:
+        assert not launcher.uses_uids() and limits["uid"] is None
+        assert limits["drop_capabilities"] and limits["processes"] >= 64
+        assert args[args.index("--unshare-user"):][:7] == [
+            "--unshare-user", "--uid", "0", "--gid", "0", "--cap-add", "ALL"]

@@ -20,8 +20,13 @@ Under bubblewrap the worker's whole filesystem is already an allowlist. Without 
 (``confine_to``, from ``autograder/sandbox.py``'s ``view``) and each stage process builds a
 private root of it and pivots into it (``private_root``) before dropping to its user: the
 grader's files, the repository and every submission are then not in its filesystem at all.
-Run as anyone else, none of this is possible; ``enter_namespaces`` returns False and learner
-code runs as the operator's user, which the grader tells the operator.
+Run as anyone else without bwrap, none of this is possible; ``enter_namespaces`` returns
+False and learner code runs as the operator's user, which the grader tells the operator.
+
+Under bwrap run by anyone but root, the sandbox's user namespace maps that one user only: the
+zygote is its root (so namespaces work as above), and a stage process, with no other user to
+become, gives up every capability instead (``drop_capabilities``); ``_nothing_shared_left``
+makes sure that the one user then has no writable place its siblings also see.
 """
 
 from __future__ import annotations
