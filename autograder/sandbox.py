@@ -7,7 +7,9 @@ Two launchers start the worker (``sandboxed/worker.py``):
   the grader's sandboxed code; nothing else of this machine (no repository, no home folder,
   no submission, no results) exists inside. No network, its own process tree, a private
   /tmp. Inside it, every stage process gets namespaces, a /tmp and a user id of its own
-  (``sandboxed/isolation.py``), with limits it cannot lift. Where this machine lets us, the
+  (``sandboxed/isolation.py``), with limits it cannot lift; run by anyone but root, where
+  bwrap's user namespace maps that one user only, it keeps that user and gives up every
+  capability instead (``child_limits``). Where this machine lets us, the
   whole sandbox also sits in a memory cgroup, which bounds the sum of its processes (the only
   memory bound on a GPU runner, where address-space limits cannot be used).
 - ``PlainLauncher``: no bubblewrap, only when the operator asks for it by name
