@@ -575,7 +575,7 @@ def write_summary(out_dir: Path, rows: list[dict]) -> None:
     unsafe = [r for r in graded if r.get("sandbox", "bwrap") != "bwrap"]
     if unsafe:  # the operator's channel: summary.md, never a learner's feedback
         lines += [f"**Not graded in bubblewrap** ({len(unsafe)} learners): "
-                  f"{_cell(' '.join(unsafe[0].get('operator_notes', [])))}", ""]
+                  f"{markdown_inline(' '.join(unsafe[0].get('operator_notes', [])), 600)}", ""]
     if len(graded) < len(rows):
         lines += [f"{len(rows) - len(graded)} not graded (a rerun retries them):", ""]
         lines += [f"- {markdown_inline(r['learner'], 60)}: "
