@@ -4,6 +4,9 @@
 PYTHON ?= python3
 VENV ?= .venv
 SUBMISSION ?= exercises
+# Where learner code runs: bubblewrap, or (asked for by name; README, "The threat model")
+# unsafe-process. Every grading target passes it on.
+SANDBOX ?= bwrap
 PY := $(VENV)/bin/python
 # The torch build the grader runs: the CPU wheel unless TORCH says otherwise (a GPU runner:
 # make grade-cuda TORCH="torch==2.13.0 --index-url <a CUDA wheel index>"). The choice is
@@ -38,11 +41,13 @@ $(VENV)/.dev: $(VENV)/.grading requirements-dev.txt
 	$(PY) -m pip install -q -r requirements-dev.txt
 	touch $@
 
-sandbox:                     ## bubblewrap for learner code, where we may install it (else: warned)
-	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
-	  (apt-get install -y -q bubblewrap >/dev/null 2>&1 || \
-	   (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q bubblewrap >/dev/null 2>&1)); } || \
-	  echo "note: bubblewrap (bwrap) is not installed; grading falls back to a plain process"
+sandbox:                     ## bubblewrap for learner code, installed where we may; fails without it (SANDBOX=unsafe-process: see README)
+	@[ "$(SANDBOX)" = unsafe-process ] || command -v bwrap >/dev/null || \
+	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	    (apt-get install -y -q bubblewrap >/dev/null 2>&1 || \
+	     (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q bubblewrap >/dev/null 2>&1)); } || \
+	  echo "error: bubblewrap (bwrap) is not installed, and installing it needs root and apt-get"
+	@$(PY) -m autograder.sandbox --sandbox $(SANDBOX)
 
 browser:                     ## Chromium for the offline page's browser test, where we may install it
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
@@ -54,10 +59,10 @@ setup: $(VENV)/.grading      ## the grading environment
 setup-dev: $(VENV)/.dev      ## plus what the repository's own tests need
 
 grade: setup                 ## grade $(SUBMISSION) (default: exercises/), stage by stage
-	$(PY) -m autograder grade $(SUBMISSION)
+	$(PY) -m autograder grade $(SUBMISSION) --sandbox $(SANDBOX)
 
 grade-cuda: setup            ## the same on CPU and CUDA (a GPU runner: pass TORCH once, see above)
-	$(PY) -m autograder grade $(SUBMISSION) --device cuda
+	$(PY) -m autograder grade $(SUBMISSION) --device cuda --sandbox $(SANDBOX)
 
 test: setup-dev              ## the repository's own tests
 	$(PY) -m pytest
@@ -90,7 +95,7 @@ gradescope: setup            ## build/autograder.zip: upload it to Gradescope as
 
 nbgrade: setup               ## grade SUBMISSIONS (a folder per learner: lab.ipynb + .py files) through nbgrader, in build/nbgrader
 	@test -n "$(SUBMISSIONS)" || { echo "make nbgrade SUBMISSIONS=DIR: the folder of learners' folders"; exit 2; }
-	$(PY) -m autograder nbgrade $(SUBMISSIONS)
+	$(PY) -m autograder nbgrade $(SUBMISSIONS) --sandbox $(SANDBOX)
 
 handout: setup               ## build/handout.zip: what learners receive (exercises/, README)
 	$(PY) -m solutions.handout --out build/handout.zip

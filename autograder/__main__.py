@@ -20,7 +20,8 @@ from pathlib import Path
 
 from lumen.stages import STAGE_NAMES
 
-from .grading import GraderError, grade
+from . import sandbox
+from .grading import Grader, GraderError
 from .rubric import RubricError
 from .worker_client import Limits
 
@@ -52,8 +53,7 @@ def _shared_options(command: argparse.ArgumentParser) -> None:
     """The options ``grade`` and ``grade-batch`` have in common, defined once."""
     command.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                          help="auto: CPU, and CUDA too when there is a GPU (default)")
-    command.add_argument("--sandbox", choices=("auto", "bwrap", "process"), default="auto",
-                         help="auto: bubblewrap when usable, else a plain process (warned)")
+    sandbox.add_option(command)
     command.add_argument("--visibility", default="after_due_date", choices=VISIBILITY,
                          help="Gradescope visibility of each hidden test (default "
                               "after_due_date)")
@@ -62,6 +62,19 @@ def _shared_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("--probe-seconds", type=float, default=Limits.probe_seconds,
                          help="time one call into learner code may take (default "
                               f"{Limits.probe_seconds:g}); two timeouts end that stage")
+
+
+def _sandbox_ready(kind: str) -> bool:
+    """Whether learner code can run in the sandbox ``kind`` here, said on stderr (the
+    operator's channel): an error naming the fix, or the unsafe mode's warning."""
+    try:
+        launcher = sandbox.choose_launcher(kind)
+    except GraderError as error:
+        print(f"error: the grader could not run: {error}", file=sys.stderr)
+        return False
+    if launcher.warning:
+        print(f"warning: {launcher.warning}", file=sys.stderr)
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -101,11 +114,11 @@ def main(argv: list[str] | None = None) -> int:
                         "messages too")
     for command in (g, b):
         _shared_options(command)
-    for option, kwargs in (("--device", {"choices": ("auto", "cpu", "cuda"), "default": "auto"}),
-                           ("--sandbox", {"choices": ("auto", "bwrap", "process"),
-                                          "default": "auto"})):
-        n.add_argument(option, **kwargs)
+    n.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    sandbox.add_option(n)
     args = parser.parse_args(argv)
+    if args.command in ("grade-batch", "nbgrade") and not _sandbox_ready(args.sandbox):
+        return 2  # before any learner: a batch never grades a class without its sandbox
     if args.command == "nbgrade":
         from solutions.notebook import NotebookError
 
@@ -164,7 +177,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: no submission at {args.path}", file=sys.stderr)
         return 2
     try:
-        result = grade(args.path, args.device, args.sandbox, args.seed, limits, stages)
+        with Grader(args.device, args.sandbox, limits) as grader:
+            for note in grader.operator_notes():  # the operator's channel, never results.json
+                print(f"note: {note}", file=sys.stderr)
+            result = grader.grade(args.path, args.seed, stages)
     except (GraderError, RubricError, OSError) as error:
         print(f"error: the grader could not run: {type(error).__name__}: {error}", file=sys.stderr)
         return 2

@@ -337,7 +337,7 @@ def _terminate_as_interrupt() -> Iterator[None]:
 
 
 def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
-        device: str = "auto", sandbox: str = "auto", stages: list[str] | None = None,
+        device: str = "auto", sandbox: str = "bwrap", stages: list[str] | None = None,
         visibility: str = "after_due_date", out_dir: Path | None = None,
         progress=None, probe_seconds: float | None = None, exports: list[str] | None = None,
         roster=None, assignment: str | None = None) -> int:
@@ -514,7 +514,8 @@ def _graded_row(data: dict) -> dict:
             "seconds": None if data.get("execution_time") is None
             else float(data["execution_time"]),
             "notes": [str(note) for note in extra.get("notes", [])],
-            "mistakes": mistakes}
+            "mistakes": mistakes, "sandbox": str(extra.get("sandbox", "")),
+            "operator_notes": [str(n) for n in extra.get("operator_notes", [])]}
 
 
 def write_csv(out: Path, rows: list[dict]) -> None:
@@ -571,6 +572,10 @@ def ranked_mistakes(rows: list[dict]) -> list[Diagnosed]:
 def write_summary(out_dir: Path, rows: list[dict]) -> None:
     graded = [r for r in rows if r["total"] is not None]
     lines = [f"# Class summary: {len(graded)} of {len(rows)} learners graded", ""]
+    unsafe = [r for r in graded if r.get("sandbox", "bwrap") != "bwrap"]
+    if unsafe:  # the operator's channel: summary.md, never a learner's feedback
+        lines += [f"**Not graded in bubblewrap** ({len(unsafe)} learners): "
+                  f"{markdown_inline(' '.join(unsafe[0].get('operator_notes', [])), 600)}", ""]
     if len(graded) < len(rows):
         lines += [f"{len(rows) - len(graded)} not graded (a rerun retries them):", ""]
         lines += [f"- {markdown_inline(r['learner'], 60)}: "

@@ -28,7 +28,7 @@ from pathlib import Path
 from lumen.stages import STAGE_NAMES
 
 from .results import Grade, GraderError, TestResult, score
-from .sandbox import FIRST_UID, UIDS_PER_SUBMISSION, choose_launcher, wants_gpu
+from .sandbox import BWRAP, FIRST_UID, UIDS_PER_SUBMISSION, choose_launcher, wants_gpu
 
 SUITES = Path(__file__).resolve().parent / "suites"
 
@@ -116,7 +116,7 @@ def run_suites(submission: Submission, stages: list[str] | None = None) -> list[
 class Grader:
     """A warm worker and the settings every submission is graded with."""
 
-    def __init__(self, device: str = "auto", sandbox: str = "auto", limits=None,
+    def __init__(self, device: str = "auto", sandbox: str = BWRAP, limits=None,
                  first_uid: int | None = None, uids: int = 50_000) -> None:
         """``first_uid`` and ``uids``: the users learner code runs as, a block of
         ``UIDS_PER_SUBMISSION`` per submission in turn (one per stage process). Graders running
@@ -167,13 +167,18 @@ class Grader:
         if stages is None:
             rubric.check_tests({r.name for r in results})
         notes = [*prepared.notes, *prepared.problems.values()]  # 5. what the report says
-        if self.launcher.warning:
-            notes.append(self.launcher.warning)
         if self.worker.restarts > restarts:
             notes.append("your code ended the grading worker, which was restarted")
         return score(results, rubric, stages, submission=str(path), seed=submission.seed,
                      devices=list(self.devices), sandbox=self.launcher.name,
-                     seconds=time.perf_counter() - started, notes=notes)
+                     seconds=time.perf_counter() - started, notes=notes,
+                     operator_notes=self.operator_notes())
+
+    def operator_notes(self) -> list[str]:
+        """What the operator is told about how learner code ran (the sandbox and its memory
+        bound): their channel only (stderr, extra_data, summary.md), never a learner's."""
+        notes = [f"sandbox: {self.launcher.name}; memory bound: {self.launcher.memory}"]
+        return notes + ([self.launcher.warning] if self.launcher.warning else [])
 
     def _ready(self) -> None:
         """The worker is up, or a GraderError: a failed start gets one more try each time."""
@@ -203,7 +208,7 @@ def _no_grader_errors(results: list[TestResult], path: Path) -> None:
                           + " | ".join(failures[:3]))
 
 
-def grade(path: Path, device: str = "auto", sandbox: str = "auto", seed: int | None = None,
+def grade(path: Path, device: str = "auto", sandbox: str = BWRAP, seed: int | None = None,
           limits=None, stages: list[str] | None = None) -> Grade:
     """Grade one submission from a cold start."""
     with Grader(device, sandbox, limits) as grader:

@@ -406,7 +406,7 @@ def collect(learner: Path, target: Path, release: nbformat.NotebookNode) -> list
 
 
 def run(submissions: Path, course: Path, jobs: int = 2, device: str = "auto",
-        sandbox: str = "auto", feedback: str = "scores", progress=None) -> int:
+        sandbox: str = "bwrap", feedback: str = "scores", progress=None) -> int:
     """Grade every learner folder in ``submissions`` through nbgrader in ``course``.
 
     Returns 0 when every learner was graded, 1 when some could not be (listed; a rerun

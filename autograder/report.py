@@ -50,8 +50,7 @@ def submission_name(g: Grade) -> str:
 def terminal(g: Grade) -> str:
     """The report a learner or instructor reads: six stages, then what to fix first."""
     lines = [f"lumen autograder: {submission_name(g)}",
-             f"  seed {g.seed}, devices {', '.join(g.devices)}, sandbox: {g.sandbox}, "
-             f"{g.seconds:.1f} s", ""]
+             f"  seed {g.seed}, devices {', '.join(g.devices)}, {g.seconds:.1f} s", ""]
     lines += [stage_line(s) for s in g.stages]
     lines += [f"  {'total':<11}{g.score:>6.1f} / {g.max_score:g}", ""]
     failing = [s for s in g.stages if s.score < s.max_score and not s.not_implemented]
@@ -132,6 +131,7 @@ def gradescope(g: Grade, visibility: str = "after_due_date") -> dict:
             "seed": g.seed,
             "devices": g.devices,
             "sandbox": g.sandbox,
+            "operator_notes": g.operator_notes,  # instructors only, as all of extra_data
             "mistakes": [{"id": r.mistake_id, "kind": kind(r.message), "stage": s.name,
                           "test": r.name, "title": r.title, "message": r.message}
                          for s in g.stages for r, _, _ in s.tests

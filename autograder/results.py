@@ -67,7 +67,9 @@ class Grade:
     devices: list[str]
     sandbox: str
     seconds: float
-    notes: list[str] = field(default_factory=list)  # warnings for the reader (no sandbox, ...)
+    notes: list[str] = field(default_factory=list)  # for the learner: about their files, ...
+    #: for the operator only (the sandbox, its memory bound): never in what a learner sees
+    operator_notes: list[str] = field(default_factory=list)
     not_graded: list[str] = field(default_factory=list)  # stages left out of this run
 
     @property

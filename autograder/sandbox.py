@@ -7,18 +7,28 @@ Two launchers start the worker (``sandboxed/worker.py``):
   the grader's sandboxed code; nothing else of this machine (no repository, no home folder,
   no submission, no results) exists inside. No network, its own process tree, a private
   /tmp. Inside it, every stage process gets namespaces, a /tmp and a user id of its own
-  (``sandboxed/isolation.py``), with limits it cannot lift. Where this machine lets us, the
+  (``sandboxed/isolation.py``), with limits it cannot lift; run by anyone but root, where
+  bwrap's user namespace maps that one user only, it keeps that user and gives up every
+  capability instead (``child_limits``). Where this machine lets us, the
   whole sandbox also sits in a memory cgroup, which bounds the sum of its processes (the only
   memory bound on a GPU runner, where address-space limits cannot be used).
-- ``PlainLauncher``: an ordinary child process with resource limits: the weaker fallback when
-  bubblewrap is missing, said in every report.
+- ``PlainLauncher``: no bubblewrap, only when the operator asks for it by name
+  (``--sandbox unsafe-process``). Run as root, every stage process still gets namespaces, an
+  unprivileged user of its own and a private root holding only the system, python and the
+  sandboxed code (``sandboxed/isolation.py``, built from the same ``view`` as bwrap's): the
+  grader's files are not there. Run as anyone else, none of that can be done: learner code
+  runs as the operator's user and can read whatever they can, which ``warning`` says.
 
-``choose_launcher`` picks one, ``wants_gpu`` says whether the GPU is shown to it, and
-``child_limits(uid)`` says what a stage process may use.
+``choose_launcher`` picks one, and never falls back: without a working bwrap, the default is
+a ``GraderError`` naming the fix. ``wants_gpu`` says whether the GPU is shown to the worker,
+and ``child_limits(uid)`` says what a stage process may use. ``add_option`` is the one
+``--sandbox`` option of every front end.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import shutil
 import site
@@ -39,32 +49,70 @@ MERGED = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")  # often links
 GRADER = "/grader"  # the sandboxed code, inside
 RUN = "/run/lumen"  # the worker's socket, inside
 
+#: The ``--sandbox`` choices: bubblewrap (the default), or, asked for by name, none at all.
+BWRAP, UNSAFE = "bwrap", "unsafe-process"
+SANDBOXES = (BWRAP, UNSAFE)
+#: BwrapLauncher.find's test that bwrap can start a sandbox here (setup.sh runs it too).
+PROBE = ("--ro-bind", "/", "/", "--unshare-net", "--unshare-pid", "--proc", "/proc",
+         "--dev", "/dev", "--die-with-parent", "true")
+#: What learner code could read without the sandbox, said wherever that choice is offered.
+EXPOSED = ("the reference solution (lumen/), the hidden suites (autograder/suites/), "
+           "solutions/, this repository and other learners' submissions")
+FIX = ("install bubblewrap (apt-get install bubblewrap); on Ubuntu 24.04 also allow "
+       "unprivileged user namespaces (sysctl -w kernel.apparmor_restrict_unprivileged_userns=0);"
+       f" or pass --sandbox {UNSAFE} to grade without the sandbox, which, unless the grader "
+       f"runs as root, lets learner code read {EXPOSED}")
+
+
+def add_option(command: argparse.ArgumentParser) -> None:
+    """``--sandbox``, the same for every front end (grade, grade-batch, nbgrade)."""
+    command.add_argument(
+        "--sandbox", choices=SANDBOXES, default=BWRAP,
+        help=f"{BWRAP} (default): learner code runs only inside bubblewrap, and grading stops "
+             f"with an error where it cannot start; {UNSAFE}: without it (unsafe: run as "
+             f"anyone but root, learner code can read {EXPOSED})")
+
 
 class PlainLauncher:
-    """Runs the worker as an ordinary child process (the weaker fallback, without bwrap)."""
+    """Runs the worker as an ordinary child process: ``--sandbox unsafe-process`` only.
 
-    name = "process"
-    warning = (
-        "bubblewrap (bwrap) is not installed or cannot start a sandbox here: learner code ran "
-        "in a separate process with resource limits, but without the sandbox (it could read "
-        "files and use the network)"
-    )
+    As root, each stage process still drops to its own unprivileged user inside namespaces
+    and a private root of ``view`` (``sandboxed/isolation.py``); the zygote checks that it can
+    before it says ready. As anyone else, learner code runs as the operator's user."""
+
+    name = UNSAFE
 
     def __init__(self) -> None:
         self.cuda = False  # whether the worker may use the GPU (decided by the Grader)
         self.memory = "per-process address space"
+        self.as_root = os.geteuid() == 0
+
+    @property
+    def warning(self) -> str:
+        """For the operator only (stderr, extra_data, summary.md), never for learners."""
+        if self.as_root:
+            return (f"--sandbox {UNSAFE}: no bubblewrap; run as root, each stage process has "
+                    "namespaces, an unprivileged user and a private root of its own, but the "
+                    "worker that forks them runs as root outside any sandbox")
+        return (f"--sandbox {UNSAFE}, not run as root: learner code runs as this user "
+                f"(uid {os.geteuid()}), outside any sandbox; it can read {EXPOSED}, and "
+                "everything else this user can, write wherever this user can, and use the "
+                "network")
 
     def child_limits(self, uid: int | None) -> dict:
-        """Limits only this launcher can enforce (the sandbox adds a user to drop to)."""
-        return {}
+        """Limits only this launcher can enforce (as root: a user to drop to)."""
+        return {"uid": uid, "processes": 64} if self.as_root else {}
 
     def uses_uids(self) -> bool:
-        return False
+        return self.as_root
 
     def command(self, worker: Path, sandboxed: Path, run_dir: Path, scratch: Path,
                 memory: int = SANDBOX_MEMORY) -> list[str]:
-        return [sys.executable, "-I", str(worker), "--socket", str(run_dir / "worker.sock"),
+        args = [sys.executable, "-I", str(worker), "--socket", str(run_dir / "worker.sock"),
                 "--scratch", str(scratch / "children")]
+        if self.as_root:  # the stage processes' private root: what bwrap would show, no more
+            args += ["--private-root", json.dumps(view(sandboxed, GRADER, self.cuda))]
+        return args
 
     def socket_path(self, run_dir: Path) -> Path:
         return run_dir / "worker.sock"
@@ -89,9 +137,9 @@ class PlainLauncher:
 
 
 class BwrapLauncher(PlainLauncher):
-    """Runs the worker inside bubblewrap; falling back is the caller's choice, not ours."""
+    """Runs the worker inside bubblewrap; there is no fallback (``choose_launcher``)."""
 
-    name = "bwrap"
+    name = BWRAP
     warning = None
 
     def __init__(self, bwrap: str) -> None:
@@ -102,20 +150,35 @@ class BwrapLauncher(PlainLauncher):
     @classmethod
     def find(cls) -> BwrapLauncher | None:
         """A launcher if ``bwrap`` exists and can start a sandbox here, else None."""
+        path, _ = cls.probe()
+        return None if path is None else cls(path)
+
+    @staticmethod
+    def probe() -> tuple[str | None, str]:
+        """(bwrap's path, "") if it can start a sandbox here, else (None, why not)."""
         path = shutil.which("bwrap")
         if path is None:
-            return None
-        probe = subprocess.run(
-            [path, "--ro-bind", "/", "/", "--unshare-net", "--unshare-pid", "--proc", "/proc",
-             "--dev", "/dev", "--die-with-parent", "true"],
-            capture_output=True, timeout=20)
-        return cls(path) if probe.returncode == 0 else None
+            return None, "bubblewrap (bwrap) is not installed"
+        try:
+            done = subprocess.run([path, *PROBE], capture_output=True, timeout=20)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            return None, f"{path} cannot start a sandbox here ({error})"
+        if done.returncode != 0:
+            said = done.stderr.decode(errors="replace").strip()[-300:] or "no message"
+            return None, f"{path} cannot start a sandbox here ({said})"
+        return path, ""
 
     def child_limits(self, uid: int | None) -> dict:
-        return {"uid": uid, "processes": 64}
+        """As root: a user of its own per stage process. Otherwise bwrap's user namespace
+        maps one user only: each stage process keeps it with no capability left, and since
+        the kernel counts processes per user, the whole sandbox (zygote and stage processes,
+        threads included) shares one limit, set higher for that."""
+        if self.as_root:
+            return {"uid": uid, "processes": 64}
+        return {"uid": None, "drop_capabilities": True, "processes": 128}
 
     def uses_uids(self) -> bool:
-        return True
+        return self.as_root
 
     def socket_path(self, run_dir: Path) -> Path:
         return run_dir / "worker.sock"
@@ -128,26 +191,22 @@ class BwrapLauncher(PlainLauncher):
         args = [self.bwrap, "--die-with-parent", "--new-session", "--unshare-net",
                 "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
                 "--proc", "/proc"]
+        if not self.as_root:  # the zygote is root of the sandbox's own user namespace, with
+            args += ["--unshare-user", "--uid", "0", "--gid", "0", "--cap-add", "ALL"]  # the
+            # capabilities a stage process needs to isolate itself and then gives up for good
         args += ["--dev", "/dev"]  # a minimal /dev (null, zero, random, ...), and on a GPU
-        if self.cuda:  # runner the NVIDIA devices alone, never the machine's disks
-            args += [a for p in nvidia_devices() for a in ("--dev-bind", p, p)]
-        for path in MERGED:
-            if os.path.islink(path):
-                args += ["--symlink", os.readlink(path), path]
-            elif os.path.isdir(path):
-                args += ["--ro-bind", path, path]
-        args += [a for p in SYSTEM if os.path.isdir(p) for a in ("--ro-bind", p, p)]
-        args += ["--perms", "1777", "--tmpfs", "/tmp"]
+        shown = view(sandboxed, GRADER, self.cuda)  # runner the NVIDIA devices alone
+        args += [a for p in shown["devices"] for a in ("--dev-bind", p, p)]
+        args += [a for link, target in shown["links"].items() for a in ("--symlink", target, link)]
+        args += ["--perms", "1777", "--tmpfs", "/tmp"]  # before python, which may be under it
         made: set[str] = set()
-        for needed in python_paths():  # python and its packages, wherever they are
-            if any(_under(needed, p) for p in (*SYSTEM, *MERGED)):
-                continue
-            for parent in reversed(Path(needed).parents[:-1]):  # bwrap would make them 0700,
-                if str(parent) not in made:  # and the learner's user could not pass through
-                    args += ["--perms", "0755", "--dir", str(parent)]
-                    made.add(str(parent))
-            args += ["--ro-bind", needed, needed]
-        args += ["--ro-bind", str(sandboxed), GRADER, "--bind", str(run_dir), RUN,
+        for source, inside in shown["read_only"]:
+            for parent in reversed(Path(inside).parents[:-1]):  # bwrap would make them 0700,
+                if str(parent) not in made and str(parent) != "/tmp":  # and the learner's
+                    args += ["--perms", "0755", "--dir", str(parent)]  # user could not pass
+                    made.add(str(parent))  # through
+            args += ["--ro-bind", source, inside]
+        args += ["--bind", str(run_dir), RUN,
                  "--chdir", "/tmp", "--clearenv", "--setenv", "HOME", "/tmp",
                  "--setenv", "PATH", "/usr/bin:/bin"]
         for key in ("CUDA_VISIBLE_DEVICES", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
@@ -182,6 +241,22 @@ class BwrapLauncher(PlainLauncher):
             except OSError:
                 time.sleep(0.01)
         self.cgroup = None
+
+
+def view(sandboxed: Path, inside: str, cuda: bool) -> dict:
+    """What learner code's filesystem holds, the same for both launchers: the system and the
+    merged /bin, /lib, ... links, python and its packages wherever they are, the sandboxed code
+    (at ``inside``), read-only, and with ``cuda`` the NVIDIA device nodes. Nothing else of this
+    machine: no repository, home folder, submission or result. ``read_only`` is (source, where
+    it is seen) pairs, parents before what they hold."""
+    links = {p: os.readlink(p) for p in MERGED if os.path.islink(p)}
+    shown = [p for p in (*MERGED, *SYSTEM) if p not in links and os.path.isdir(p)]
+    for path in python_paths():  # outermost only: a folder already shown needs no bind
+        if not any(_under(path, q) for q in shown):
+            shown = [q for q in shown if not _under(q, path)] + [path]
+    pairs = [(p, p) for p in shown] + [(str(sandboxed), inside)]
+    return {"links": links, "read_only": sorted(pairs, key=lambda pair: pair[1]),
+            "devices": nvidia_devices() if cuda else []}
 
 
 def nvidia_devices() -> list[str]:
@@ -256,11 +331,35 @@ def wants_gpu(device: str) -> bool:
     return device != "cpu" and os.path.exists("/dev/nvidiactl")
 
 
-def choose_launcher(kind: str) -> PlainLauncher:
-    """The sandbox to run learner code in: bwrap when usable, else a plain process (warned)."""
-    if kind == "process":
+def choose_launcher(kind: str = BWRAP) -> PlainLauncher:
+    """The sandbox ``kind`` names, or a GraderError: bwrap where it cannot start is an error
+    that names the fix, never a quiet plain process."""
+    if kind == UNSAFE:
         return PlainLauncher()
-    launcher = BwrapLauncher.find()
-    if launcher is None and kind == "bwrap":
-        raise GraderError("--sandbox bwrap, but bubblewrap (bwrap) is not usable here")
-    return launcher or PlainLauncher()
+    if kind != BWRAP:
+        raise GraderError(f"--sandbox {kind!r}: the choices are {', '.join(SANDBOXES)}")
+    path, why = BwrapLauncher.probe()
+    if path is None:
+        raise GraderError(f"learner code runs only inside bubblewrap, and {why}: {FIX}")
+    return BwrapLauncher(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m autograder.sandbox [--sandbox KIND]``: whether learner code can run here as
+    KIND asks (``make sandbox`` runs it): 0, or 1 with the fix. Standard library only."""
+    parser = argparse.ArgumentParser(prog="python -m autograder.sandbox",
+                                     description="Check the sandbox for learner code.")
+    add_option(parser)
+    args = parser.parse_args(argv)
+    try:
+        launcher = choose_launcher(args.sandbox)
+    except GraderError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    print(f"warning: {launcher.warning}" if launcher.warning else
+          f"sandbox: bubblewrap ({launcher.bwrap}) can start a sandbox here", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -44,10 +44,16 @@ def at_import(body: str) -> dict:
     return {"embeddings:check_ids": code, "embeddings:Embedding.forward": WRONG_FORWARD}
 
 
-@pytest.fixture(scope="module")
-def grader():
+#: Every attack runs in both sandboxes: bubblewrap, and --sandbox unsafe-process as root,
+#: where each stage process has its namespaces, user and private root without bwrap.
+SANDBOXES = ["bwrap", pytest.param("unsafe-process", marks=pytest.mark.skipif(
+    os.geteuid() != 0, reason="without root the unsafe mode isolates nothing (it says so)"))]
+
+
+@pytest.fixture(scope="module", params=SANDBOXES)
+def grader(request):
     limits = Limits(probe_seconds=3, import_seconds=6, submission_seconds=40)
-    with Grader(device="cpu", sandbox="bwrap", limits=limits) as g:
+    with Grader(device="cpu", sandbox=request.param, limits=limits) as g:
         yield g
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import stat
 import subprocess
 import sys
@@ -52,6 +53,88 @@ def test_zip_holds_the_scripts_and_the_grader(autograder_zip):
     assert 'TORCH="${TORCH:-torch==2.13.0}"' in setup  # pinned, and overridable
     assert "-r requirements.txt" in setup and "bubblewrap" in setup
     subprocess.run(["bash", "-n", "-c", setup], check=True)  # it parses
+
+
+def test_zip_ships_nothing_grading_does_not_need(autograder_zip):
+    """Learner code cannot read the zip (it runs in bubblewrap), and the zip holds nothing it
+    could use if it did but what grading needs: no course source, handout or dev tools."""
+    with zipfile.ZipFile(autograder_zip) as archive:
+        names = set(archive.namelist())
+    for unneeded in ("solutions/course/", "solutions/handout.py", "solutions/README.md",
+                     "solutions/zips.py", "requirements-dev.txt", "handout/", "tools/",
+                     "benchmarks/", "Makefile", "README.md", ".github/"):
+        assert not [n for n in names if n == unneeded or n.startswith(unneeded)], unneeded
+    solutions = {n for n in names if n.startswith("solutions/")}
+    assert solutions == {"solutions/__init__.py", "solutions/release.py",
+                         "solutions/notebook.py"}
+
+
+def _fake_programs(folder: Path, programs: dict[str, str]) -> str:
+    """A PATH of only ``programs`` (name -> shell body) and dirname: no real bwrap or apt."""
+    folder.mkdir()
+    for name, body in {**programs, "dirname": 'exec /usr/bin/dirname "$@"'}.items():
+        (folder / name).write_text(f"#!/bin/sh\n{body}\n")
+        (folder / name).chmod(0o755)
+    return str(folder)
+
+
+@pytest.mark.parametrize("programs, says", [
+    ({"apt-get": "exit 100"}, "could not be installed"),
+    ({"apt-get": "exit 0",
+      "bwrap": "echo 'bwrap: No permissions to creating new namespace' >&2; exit 1"},
+     "cannot start a sandbox"),
+])
+def test_setup_fails_the_build_without_a_working_bubblewrap(autograder_zip, tmp_path, programs,
+                                                            says):
+    """Gradescope shows a failed build, not an image that would grade without the sandbox:
+    setup.sh stops before installing anything else."""
+    _unpack(autograder_zip, tmp_path / "source")
+    path = _fake_programs(tmp_path / "bin",
+                          {**programs, "python3": "echo ran >> ../python; exit 1"})
+    done = subprocess.run(["/bin/bash", str(tmp_path / "source" / "setup.sh")],
+                          env={"PATH": path}, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert says in done.stderr and "learner code runs only inside it" in done.stderr
+    assert not (tmp_path / "python").exists(), "it went on to install python's packages"
+
+
+def test_setup_probes_bubblewrap_as_the_grader_does(autograder_zip):
+    from autograder.sandbox import PROBE
+
+    with zipfile.ZipFile(autograder_zip) as archive:
+        setup = archive.read("setup.sh").decode()
+    assert f"if ! bwrap {shlex.join(PROBE)}; then" in setup
+    assert "|| true" not in setup.split("bubblewrap || true")[1].split("python3-venv")[0]
+    with zipfile.ZipFile(autograder_zip) as archive:
+        run = archive.read("run_autograder").decode()
+    assert "unsafe" not in run and "--sandbox" not in run  # the grader's default: bwrap
+
+
+def test_run_autograder_without_a_sandbox_tells_the_learner_plainly(autograder_zip, tmp_path):
+    """A grader that cannot run (here: a bwrap that cannot start) grades nothing; the learner
+    reads that it failed on the grader's side, and nothing of the grader; the reason goes to
+    stdout, for instructors."""
+    root = tmp_path / "autograder"
+    _unpack(autograder_zip, root / "source")
+    make_submission(root / "submission", {})
+    (root / "results").mkdir()
+    (root / "results" / "results.json").write_text('{"score": 100}')  # never kept
+    fake = _fake_programs(tmp_path / "bin", {"bwrap": "echo 'bwrap: setting up uid map: "
+                                             "Permission denied' >&2; exit 1"})
+    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "LUMEN_PYTHON": sys.executable,
+           "PATH": f"{fake}:{os.environ['PATH']}"}
+    env.pop("PYTHONPATH", None)
+    done = subprocess.run([str(root / "source" / "run_autograder")], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2
+    assert "apt-get install bubblewrap" in done.stdout and "Permission denied" in done.stdout
+    results = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+    assert results["output"] == gradescope.GRADER_FAILED and results["tests"] == []
+    assert results["stdout_visibility"] == "hidden"
+    for moment in MOMENTS:
+        seen = json.dumps(learner_view(results, moment)).lower()
+        for internal in ("bwrap", "bubblewrap", "sandbox", "traceback", "error:", str(root)):
+            assert internal.lower() not in seen, (moment, internal)
 
 
 def test_zip_is_reproducible(autograder_zip, tmp_path):

@@ -147,7 +147,7 @@ def test_writers_never_raise_on_any_string(tmp_path):
     result = TestResult(name="test_lookup_every_shape", stage="embedding", title=hostile,
                         passed=False, message=hostile)
     grade = score([result], load(), submission=f"/tmp/{hostile}", seed=1,
-                         devices=["cpu"], sandbox="process", seconds=1.0, notes=[hostile])
+                         devices=["cpu"], sandbox="unsafe-process", seconds=1.0, notes=[hostile])
     report.terminal(grade).encode("utf-8")
     report.write_json(tmp_path / "results.json", report.gradescope(grade))
     json.loads((tmp_path / "results.json").read_bytes().decode("utf-8"))
@@ -220,10 +220,11 @@ def test_grade_command_survives_hostile_text(tmp_path, attack):
 
 @pytest.fixture(scope="module")
 def grader():
-    """A plain process, not the sandbox: these attacks only raise, print and return, and it
-    hands back everything printed (the sandbox's users may differ in what they capture)."""
+    """--sandbox unsafe-process, not bubblewrap: these attacks only raise, print and return,
+    and it hands back everything printed (the sandbox's users may differ in what they
+    capture)."""
     limits = Limits(probe_seconds=5, import_seconds=10, submission_seconds=60)
-    with Grader(device="cpu", sandbox="process", limits=limits) as g:
+    with Grader(device="cpu", sandbox="unsafe-process", limits=limits) as g:
         yield g
 
 

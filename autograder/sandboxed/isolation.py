@@ -15,13 +15,24 @@ relied on by the grader and attacked in tests/test_grader_attacks.py:
 - limits the learner cannot lift: soft and hard limits are set together, before dropping to
   the unprivileged user, who cannot raise a hard limit.
 
-Without root (the plain fallback launcher) none of this is possible; ``enter_namespaces``
-then returns False and the caller carries on with the weaker process isolation it warns about.
+Under bubblewrap the worker's whole filesystem is already an allowlist. Without it
+(``--sandbox unsafe-process``) run as root, the zygote is given the same allowlist
+(``confine_to``, from ``autograder/sandbox.py``'s ``view``) and each stage process builds a
+private root of it and pivots into it (``private_root``) before dropping to its user: the
+grader's files, the repository and every submission are then not in its filesystem at all.
+Run as anyone else without bwrap, none of this is possible; ``enter_namespaces`` returns
+False and learner code runs as the operator's user, which the grader tells the operator.
+
+Under bwrap run by anyone but root, the sandbox's user namespace maps that one user only: the
+zygote is its root (so namespaces work as above), and a stage process, with no other user to
+become, gives up every capability instead (``drop_capabilities``); ``_nothing_shared_left``
+makes sure that the one user then has no writable place its siblings also see.
 """
 
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import resource
 import signal
@@ -34,12 +45,20 @@ CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x1, 0x2, 0x4, 0x8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x20, 0x1000, 0x4000, 0x40000
+MNT_DETACH = 2
+PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}  # its syscall number (Python has no pivot_root)
+PR_SET_NO_NEW_PRIVS = 38
+PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
+CAPSET, LINUX_CAPABILITY_VERSION_3 = {"x86_64": 126, "aarch64": 91}, 0x20080522
+#: The device nodes of a minimal /dev, as bwrap's --dev makes it.
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 
 TMP_BYTES = 32 << 20  # a stage process's private /tmp (its files, and whatever it writes)
 SUBMISSION = "/tmp/submission"  # the learner's files, read-only to the learner
 GRADER_DIR = "/tmp/.grader"  # root-only: the captured output lives here
 
 _libc = ctypes.CDLL(None, use_errno=True)
+_ROOT: dict | None = None  # the private root's allowlist (``confine_to``), or None (bwrap)
 
 
 class IsolationError(OSError):
@@ -55,10 +74,51 @@ def _check(result: int, what: str) -> None:
 def enter_namespaces() -> bool:
     """New PID, mount, network, IPC and UTS namespaces for this process's next child.
 
-    False (and nothing changed) where that is not allowed: not root, or no CAP_SYS_ADMIN.
+    False (and nothing changed) where that is not allowed: not root, or no CAP_SYS_ADMIN;
+    an IsolationError instead where a private root is required (``confine_to``).
     """
     flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
-    return _libc.unshare(flags) == 0
+    if _libc.unshare(flags) == 0:
+        return True
+    if _ROOT is not None:  # a private root was asked for: never the machine's files instead
+        _check(-1, "unshare")
+    return False
+
+
+def confine_to(allowlist: str | None) -> None:
+    """The zygote's choice, inherited by every stage process: build a private root of
+    ``allowlist`` (``sandbox.view``'s JSON: read-only folders, links, devices) or not (None:
+    bwrap has made the whole filesystem an allowlist already). With an allowlist, the zygote
+    refuses to start where a stage process could not build it: never the machine's files."""
+    global _ROOT
+    _ROOT = None if allowlist is None else json.loads(allowlist)
+    if _ROOT is not None and not _can_isolate():
+        raise SystemExit("--sandbox unsafe-process as root, but a stage process cannot build "
+                         "its private root here (namespaces or mounts refused: no "
+                         "CAP_SYS_ADMIN?), and without one it would see every file")
+
+
+def _can_isolate() -> bool:
+    """Whether a stage process can isolate itself here: tried whole in a fork, as a stage
+    process does it (namespaces, then, as process 1 of the new PID namespace, its private
+    filesystem), so that a failure stops the worker's start, never a learner's stage."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            if enter_namespaces():
+                inner = os.fork()
+                if inner == 0:
+                    try:
+                        private_filesystem()
+                        os._exit(0)
+                    except BaseException:  # noqa: BLE001 - whatever failed, the answer is no
+                        os._exit(1)
+                code = 0 if os.waitpid(inner, 0)[1] == 0 else 1
+        except BaseException:  # noqa: BLE001
+            code = 1
+        os._exit(code)
+    return os.waitpid(pid, 0)[1] == 0
 
 
 def outer_pid() -> int:
@@ -68,7 +128,9 @@ def outer_pid() -> int:
 
 
 def _mount(source: bytes | None, target: str, kind: bytes | None, flags: int,
-           options: bytes | None = None) -> None:
+           options: bytes | None = None, make: bool = False) -> None:
+    if make:  # the mount point, root's
+        os.makedirs(target, mode=0o755, exist_ok=True)
     _check(_libc.mount(source, target.encode(), kind, flags, options), f"mount {target}")
 
 
@@ -94,20 +156,92 @@ def _keep_read_only(path: str, fd: int) -> None:
 
 def private_filesystem() -> None:
     """In the new mount namespace: private /tmp and /dev/shm, and a /proc of our own; Python's
-    folders under /tmp, if any, stay visible there, read-only."""
+    folders under /tmp, if any, stay visible there, read-only. With an allowlist
+    (``confine_to``), all of it inside a private root that holds nothing else."""
     _mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing we mount propagates outside
-    kept = [(path, os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC))
-            for path in python_under_tmp()]
-    size = f"size={TMP_BYTES},mode=1777".encode()
-    _mount(b"tmpfs", "/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, size)
-    for path, fd in kept:
-        _keep_read_only(path, fd)
-        os.close(fd)
-    if os.path.isdir("/dev/shm"):
-        _mount(b"tmpfs", "/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=1777")
+    if _ROOT is not None:
+        private_root(_ROOT)
+    else:
+        kept = [(path, os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC))
+                for path in python_under_tmp()]
+        _mount(b"tmpfs", "/tmp", b"tmpfs", MS_NOSUID | MS_NODEV,
+               f"size={TMP_BYTES},mode=1777".encode())
+        for path, fd in kept:
+            _keep_read_only(path, fd)
+            os.close(fd)
+        if os.path.isdir("/dev/shm"):
+            _mount(b"tmpfs", "/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=1777")
+        _nothing_shared_left()
     _mount(b"proc", "/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     os.mkdir(GRADER_DIR, 0o700)
     os.mkdir(SUBMISSION, 0o755)
+
+
+def _nothing_shared_left() -> None:
+    """Inside bubblewrap: what every stage process would otherwise share is taken away in
+    ours. The sandbox's own root and /dev (where bwrap made folders, owned by the sandbox's
+    user where the grader is not root) become read-only, and /run (the zygote's socket
+    folder, the operator's own where the grader is not root) an empty read-only tmpfs: no
+    file left there reaches a sibling or the next learner."""
+    for path in ("/", "/dev"):
+        kept = os.statvfs(path).f_flag & (MS_NOSUID | MS_NODEV | MS_NOEXEC)  # same bits
+        _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | kept)
+    if os.path.isdir("/run"):
+        _mount(b"tmpfs", "/run", b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+               b"size=4k,mode=0755")
+
+
+def private_root(allowlist: dict) -> None:
+    """Pivot into a new root that holds only ``allowlist``: its folders read-only and nosuid,
+    its links, a minimal /dev, an empty /tmp; no repository, home folder or submission.
+
+    The folders are opened first, then the new root is built on a tmpfs over /tmp (any folder
+    would do: this mount namespace is ours alone) from those descriptors, so that python under
+    /tmp is shown too. The caller mounts /proc afterwards."""
+    os.umask(0o022)
+    shown = [(inside, os.open(source, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC))
+             for source, inside in allowlist["read_only"] if os.path.isdir(source)]
+    devices = [f"/dev/{n}" for n in DEVICES if os.path.exists(f"/dev/{n}")]
+    devices += [d for d in allowlist["devices"] if os.path.exists(d)]
+    new = "/tmp"
+    _mount(b"tmpfs", new, b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=0755")
+    _mount(b"tmpfs", _in(new, "/tmp"), b"tmpfs", MS_NOSUID | MS_NODEV,
+           f"size={TMP_BYTES},mode=1777".encode(), make=True)
+    for inside, fd in shown:  # parents first (sorted), so python under /tmp lands on the new
+        target = _in(new, inside)  # /tmp
+        os.makedirs(target, exist_ok=True)
+        _mount(f"/proc/self/fd/{fd}".encode(), target, None, MS_BIND | MS_REC)
+        _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        os.close(fd)
+    for link, target in allowlist["links"].items():
+        os.symlink(target, _in(new, link))
+    dev = _in(new, "/dev")
+    _mount(b"tmpfs", dev, b"tmpfs", MS_NOSUID | MS_NOEXEC, b"size=64k,mode=0755", make=True)
+    for device in devices:  # a node's mount point is an empty file (a folder for nvidia-caps)
+        target = _in(new, device)
+        if os.path.isdir(device):
+            os.makedirs(target, exist_ok=True)
+        else:
+            os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o644))
+        _mount(device.encode(), target, None, MS_BIND | MS_REC)
+    for fd, name in enumerate(("stdin", "stdout", "stderr")):
+        os.symlink(f"/proc/self/fd/{fd}", os.path.join(dev, name))
+    os.symlink("/proc/self/fd", os.path.join(dev, "fd"))
+    _mount(b"tmpfs", os.path.join(dev, "shm"), b"tmpfs", MS_NOSUID | MS_NODEV,
+           b"size=1m,mode=1777", make=True)
+    os.makedirs(_in(new, "/proc"))
+    os.makedirs(_in(new, ".old"), mode=0o700)
+    os.chdir(new)
+    _check(_libc.syscall(PIVOT_ROOT[os.uname().machine], b".", b".old"), "pivot_root")
+    os.chdir("/")
+    _check(_libc.umount2(b"/.old", MNT_DETACH), "umount /.old")
+    os.rmdir("/.old")
+    _mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+def _in(root: str, path: str) -> str:
+    """``path`` as seen from inside ``root``."""
+    return os.path.join(root, path.lstrip("/"))
 
 
 def write_files(folder: str, files: dict[str, str]) -> None:
@@ -151,9 +285,11 @@ def confine(limits: dict) -> str:
     set_limit(resource.RLIMIT_FSIZE, int(limits.get("file_bytes", 16 << 20)))
     set_limit(resource.RLIMIT_NOFILE, 256)
     set_limit(resource.RLIMIT_CORE, 0)
-    if limits.get("uid") is not None:
+    if limits.get("uid") is not None or limits.get("drop_capabilities"):
         set_limit(resource.RLIMIT_NPROC, int(limits.get("processes", 64)))
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a too-big write fails instead of killing
+    if limits.get("drop_capabilities"):  # no other user to become: no capability instead
+        drop_capabilities()
     return bound
 
 
@@ -175,11 +311,33 @@ def first_to_go() -> None:
         pass
 
 
+def drop_capabilities() -> None:
+    """Keep this process's user but give up every capability, for good: where the grader is
+    not root, bubblewrap's user namespace maps a single user (the operator's, seen as 0), so
+    there is no other user to become; what makes uid 0 there privileged is its capabilities
+    over the sandbox's own namespaces, and those go (bounding, ambient, effective, permitted
+    and inheritable sets), with no_new_privs so no file can give them back."""
+    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    _check(_libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "ambient caps")
+    with open("/proc/sys/kernel/cap_last_cap") as f:
+        last = int(f.read())
+    for cap in range(last + 1):
+        _check(_libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0), f"drop capability {cap}")
+    header = (ctypes.c_uint32 * 2)(LINUX_CAPABILITY_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: all empty
+    _check(_libc.syscall(CAPSET[os.uname().machine], header, data), "capset")
+    with open("/proc/self/status") as status:
+        held = [line for line in status if line.startswith(("CapEff", "CapPrm", "CapBnd"))]
+    if any(int(line.split()[1], 16) for line in held):
+        raise IsolationError(1, f"capabilities left after dropping them: {held}")
+
+
 def drop_privileges(uid: int | None) -> None:
     """Become ``uid`` for good (real, effective and saved ids), with no supplementary groups,
     and check that the way back is closed."""
     if uid is None:
         return
+    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")  # no setuid way up
     os.setgroups([])
     os.setresgid(uid, uid, uid)
     os.setresuid(uid, uid, uid)
