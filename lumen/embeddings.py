@@ -40,9 +40,10 @@ computed at run time (a getattr, setattr or delattr whose name is not a plain st
 globals, locals, __dict__, operator.attrgetter, typing.get_type_hints); reaching into the
 running program (gc, inspect, ctypes, sys.modules, sys._getframe, frames and code objects such
 as f_back or __globals__, __subclasses__, threading, open, raw memory through numpy's
-as_strided or .ctypes, torch's global hooks and function modes, __torch_function__); torch's
+stride_tricks or .ctypes, torch's global hooks and function modes, __torch_function__); torch's
 internals (torch._C, torch.ops, torch.library, torch.jit, torch.compile, torch.utils, and any
-_private name of torch or numpy, even on ``self``, which can hold a module); ``import *``;
+_private attribute that your files do not set themselves: ``self._rows`` is fine once you
+assign it, ``t._version`` is not, since ``self`` can hold a module); ``import *``;
 importing a file other than your three, or a module the grader has not checked: numpy, math,
 functools, itertools, collections, dataclasses, typing, warnings, numbers, operator, enum, abc
 and a few more are fine (rules.py lists them). Only the two "written by hand" tests depend on

@@ -17,9 +17,10 @@ them, with this checker. Every other test looks only at what your code computes.
    getattr, setattr or delattr whose name is not a plain string, vars, globals, locals,
    __dict__, operator.attrgetter, typing.get_type_hints), reaching into the running program
    (gc, inspect, ctypes, sys.modules, sys._getframe, frames, code objects, __subclasses__,
-   threading's trace hooks, raw memory such as open('/proc/self/mem') or numpy's as_strided
-   and ctypes, torch's global hooks and function modes), torch's internals (torch._C,
-   torch.ops, torch.library, torch.jit, torch.compile, torch.utils, ...), ``import *``, and
+   threading's trace hooks, raw memory such as open('/proc/self/mem') or numpy's stride
+   tricks and ctypes, torch's global hooks and function modes), torch's internals (torch._C,
+   torch.ops, torch.library, torch.jit, torch.compile, torch.utils, ..., and any _private
+   attribute your files do not set themselves: ``self`` can hold a module), ``import *``, and
    importing a module the grader has not checked (anything but ``ALLOWED_MODULES``: numpy,
    math, functools, itertools, collections, dataclasses, typing, warnings and the like are
    fine) or a file it does not read.
@@ -140,7 +141,7 @@ REFUSED: dict[str, str] = {
         "subprocess", "os", "posix", "pty", "multiprocessing", "concurrent",  # programs
         "_imp", "imp", "_frozen_importlib", "_frozen_importlib_external", "site", "sysconfig",
         "subprocess", "_posixsubprocess", "os", "posix", "pty", "multiprocessing",
-        "concurrent", "platform", "webbrowser",  # other programs, started from strings
+        "concurrent", "webbrowser",  # other programs, started from strings
         "serialization", "from_file", "hub", "package", "jit", "fx", "export", "compiler",
         "onnx", "jiterator",  # torch code compiled or unpickled from strings and files
         "utils",  # torch.utils.cpp_extension compiles C++ from a string; nn.utils as well
@@ -155,7 +156,7 @@ REFUSED: dict[str, str] = {
     **dict.fromkeys((
         "gc", "inspect", "ctypes", "_ctypes", "ctypeslib", "sys", "builtins", "traceback",
         "linecache", "weakref", "logging", "signal", "faulthandler", "tracemalloc", "atexit",
-        "threading", "_thread", "asyncio", "socket", "select", "fcntl", "resource", "dis",
+        "threading", "_thread", "asyncio", "socket", "dis",
         "io", "_io", "codecs", "pathlib", "glob", "shutil", "mmap", "tempfile", "fileinput",
         "zipfile", "tarfile", "gzip", "bz2", "lzma", "DataSource",  # files: /proc/self/mem
         "string",  # string.Formatter().get_field("0.one_hot", (F,), {})
@@ -167,7 +168,7 @@ REFUSED: dict[str, str] = {
         "__wrapped__", "__defaults__", "__kwdefaults__", "__subclasses__", "__bases__",
         "__base__", "__mro__", "__traceback__", "__loader__", "__spec__", "__reduce__",
         "__reduce_ex__", "__array_interface__", "__array_struct__",  # memory at any address
-        "stride_tricks", "as_strided", "lib", "memmap", "fromfile", "tofile", "FileType",
+        "stride_tricks", "lib", "memmap", "fromfile", "tofile", "FileType",
         "overrides", "TorchFunctionMode", "TorchDispatchMode", "__torch_function__",
         "__torch_dispatch__", "DisableTorchFunction", "DisableTorchFunctionSubclass",
         "profiler", "storage", "untyped_storage", "TypedStorage", "UntypedStorage"),
@@ -325,13 +326,19 @@ def _bindings(tree: ast.Module) -> dict[str, list[ast.AST]]:
 
 
 def _sets_guards(tree: ast.Module) -> bool:
-    """Whether ``tree`` (dead code included) could change a guard of another module: it sets
-    or deletes an attribute called ``__name__`` or ``TYPE_CHECKING`` (or a module's
-    ``__class__``, which can give ``typing`` a TYPE_CHECKING property), or calls setattr or
-    delattr with a name the grader cannot read."""
+    """Whether ``tree`` (dead code included) could change a guard, its own or another
+    module's: it sets or deletes an attribute called ``__name__`` or ``TYPE_CHECKING`` (or a
+    module's ``__class__``, which can give ``typing`` a TYPE_CHECKING property), calls setattr
+    or delattr with a name the grader cannot read, or reaches a namespace as a dictionary
+    (``globals()``, ``vars()``, ``__dict__``, ``sys.modules``, ``exec``)."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store | ast.Del) \
                 and node.attr in TAMPERS:
+            return True
+        if isinstance(node, ast.Name) and node.id in NAMESPACES or isinstance(
+                node, ast.Attribute) and (node.attr == "__dict__" or node.attr == "modules"
+                                          and isinstance(node.value, ast.Name)
+                                          and node.value.id == "sys"):
             return True
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
                 and node.func.id in {"setattr", "delattr"}:
@@ -343,6 +350,9 @@ def _sets_guards(tree: ast.Module) -> bool:
 
 #: Attributes whose change could make a guard of another module lie.
 TAMPERS = GUARDS | {"__class__"}
+#: Built-ins that reach a module's names as a dictionary, or run code that could.
+NAMESPACES = frozenset({"globals", "vars", "locals", "exec", "eval", "__builtins__",
+                        "__import__"})
 
 
 def _is_import(node: ast.AST, module: str, name: str | None) -> bool:
