@@ -41,9 +41,9 @@ globals, locals, __dict__, operator.attrgetter, typing.get_type_hints); reaching
 running program (gc, inspect, ctypes, sys.modules, sys._getframe, frames and code objects such
 as f_back or __globals__, __subclasses__, threading, open, raw memory through numpy's
 stride_tricks or .ctypes, torch's global hooks and function modes, __torch_function__); torch's
-internals (torch._C, torch.ops, torch.library, torch.jit, torch.compile, torch.utils, and any
-_private attribute that your files do not set themselves: ``self._rows`` is fine once you
-assign it, ``t._version`` is not, since ``self`` can hold a module); ``import *``;
+internals (torch._C, torch.ops, torch.library, torch.jit, torch.compile, torch.utils, and the
+_private modules of torch and numpy on any object, ``self`` included, since it can hold a
+module: ``self._VF`` is refused, your own ``self._rows`` is fine); ``import *``;
 importing a file other than your three, or a module the grader has not checked: numpy, math,
 functools, itertools, collections, dataclasses, typing, warnings, numbers, operator, enum, abc
 and a few more are fine (rules.py lists them). Only the two "written by hand" tests depend on

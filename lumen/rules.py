@@ -19,8 +19,9 @@ them, with this checker. Every other test looks only at what your code computes.
    (gc, inspect, ctypes, sys.modules, sys._getframe, frames, code objects, __subclasses__,
    threading's trace hooks, raw memory such as open('/proc/self/mem') or numpy's stride
    tricks and ctypes, torch's global hooks and function modes), torch's internals (torch._C,
-   torch.ops, torch.library, torch.jit, torch.compile, torch.utils, ..., and any _private
-   attribute your files do not set themselves: ``self`` can hold a module), ``import *``, and
+   torch.ops, torch.library, torch.jit, torch.compile, torch.utils, ..., and the _private
+   modules and data of torch and numpy on any object, since ``self`` can hold a module),
+   ``import *``, and
    importing a module the grader has not checked (anything but ``ALLOWED_MODULES``: numpy,
    math, functools, itertools, collections, dataclasses, typing, warnings and the like are
    fine) or a file it does not read.
@@ -34,9 +35,10 @@ Dead code is not read: comments, strings and docstrings, and the bodies of ``if 
 another false constant), of ``if __name__ == "__main__":`` and of ``if TYPE_CHECKING:``, the
 last two only while they provably cannot run: ``TYPE_CHECKING`` imported once, at the top of
 the file, as ``from typing import TYPE_CHECKING`` (or ``typing.TYPE_CHECKING`` after
-``import typing``), and neither it, ``typing`` nor ``__name__`` bound again anywhere (assigned,
-a parameter, a loop variable, imported as, ...) nor set on a module (``m.__name__ = ...``, a
-computed setattr) in any of your files. So a self-check that compares your code with F.one_hot
+``import typing``), neither it, ``typing`` nor ``__name__`` bound again anywhere in the file
+(assigned, a parameter, a loop variable, imported as, ...), and no code that runs, in any of
+your files, able to change one (``m.__name__ = ...``, a computed setattr, ``globals()``,
+``vars()``, ``__dict__``). So a self-check that compares your code with F.one_hot
 can stay in a ``__main__`` block. Check your own files, as the grader does::
 
     python -m exercises.rules
@@ -239,7 +241,10 @@ def check(files: Mapping[str, str], stage: str | None = None,
                 trees[name] = ast.parse(files[name], filename=name)
             except (SyntaxError, ValueError):
                 continue
-    tampered = any(_sets_guards(tree) for tree in trees.values())
+    # Dead blocks stay dead while no live code, in any file, can change a guard; and code in a
+    # dead block runs only once a guard changes. So: read each file as if every guard held,
+    # and if the code that would then run could change one, trust no guard anywhere.
+    tampered = any(_sets_guards(_live(tree, _Guards(tree, False))) for tree in trees.values())
     findings: list[Finding] = []
     for name, tree in trees.items():
         if name in among:
@@ -325,13 +330,13 @@ def _bindings(tree: ast.Module) -> dict[str, list[ast.AST]]:
     return bound
 
 
-def _sets_guards(tree: ast.Module) -> bool:
-    """Whether ``tree`` (dead code included) could change a guard, its own or another
-    module's: it sets or deletes an attribute called ``__name__`` or ``TYPE_CHECKING`` (or a
-    module's ``__class__``, which can give ``typing`` a TYPE_CHECKING property), calls setattr
-    or delattr with a name the grader cannot read, or reaches a namespace as a dictionary
+def _sets_guards(nodes: Iterable[ast.AST]) -> bool:
+    """Whether code of these ``nodes`` could change a guard, its own module's or another's:
+    it sets or deletes an attribute called ``__name__`` or ``TYPE_CHECKING`` (or a module's
+    ``__class__``, which can give ``typing`` a TYPE_CHECKING property), calls setattr or
+    delattr with a name the grader cannot read, or reaches a namespace as a dictionary
     (``globals()``, ``vars()``, ``__dict__``, ``sys.modules``, ``exec``)."""
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store | ast.Del) \
                 and node.attr in TAMPERS:
             return True
@@ -429,24 +434,6 @@ def _constant_name(call: ast.Call) -> str | None:
     return None
 
 
-def _stored(tree: ast.Module) -> set[str]:
-    """The attribute names a file sets itself (``self._cache = ...``, a class body's
-    ``_count: int = 0``, ``setattr(m, "_x", v)``): its own private attributes."""
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
-            names.add(node.attr)
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
-                and node.func.id == "setattr" and _constant_name(node):
-            names.add(_constant_name(node))
-        elif isinstance(node, ast.ClassDef):
-            for item in node.body:
-                targets = item.targets if isinstance(item, ast.Assign) else \
-                    [item.target] if isinstance(item, ast.AnnAssign) else []
-                names |= {t.id for t in targets if isinstance(t, ast.Name)}
-    return names
-
-
 #: What the grader cannot tell: the base of ``x.attr`` when ``x`` is no module it can name.
 UNKNOWN = None
 
@@ -459,7 +446,6 @@ class _Reader:
         self.file, self.lines, self.tree, self.ban = file, source.splitlines(), tree, ban
         self.guards = _Guards(tree, tampered)
         self.bound = _bindings(tree)
-        self.stored = _stored(tree) - _MODULE_PRIVATE - set(REFUSED)
         # local name -> the module paths it may be bound to (UNKNOWN: something else too)
         self.modules: dict[str, set[str | None]] = {}
         self.aliases: set[int] = set()  # the targets of ``F = torch.nn.functional``
@@ -632,7 +618,7 @@ class _Reader:
         elif path == "sys" and attr not in SYS_ALLOWED:
             self._add(node, found, "program")
         elif attr.startswith("_") and not attr.startswith("__") and not own and (
-                path is not UNKNOWN or attr not in self.stored):
+                path is not UNKNOWN or attr in _MODULE_PRIVATE):
             self._add(node, found, "torch" if top in (UNKNOWN, "torch") else "program")
 
     def _dynamic_attribute(self, call: ast.Call) -> None:
@@ -680,9 +666,13 @@ class _Reader:
 
 
 def _module_private() -> frozenset[str]:
-    """Single-underscore names of torch's and numpy's main namespaces (``_C``, ``_VF``,
-    ``_ops``, ``_utils``, ...): refused on any object that is not your own, since ``self`` or
-    a local can hold the module itself. Your own private attributes keep other names."""
+    """The single-underscore names of torch's and numpy's main namespaces that hold a module
+    or data rather than a function (``_C``, ``_VF``, ``_ops``, ``_utils``, ``_dynamo``,
+    registries and hooks): refused on any object that is not your own, since ``self`` or a
+    local can hold the module itself. A private function (``torch._check``) is harmless unless
+    banned by name; your own private attributes (``self._rows``) keep other names."""
+    import types
+
     names: set[str] = set()
     try:
         import numpy
@@ -691,7 +681,11 @@ def _module_private() -> frozenset[str]:
     except ImportError:  # pragma: no cover - the exercise always has torch
         return frozenset()
     for space in spaces:
-        names |= {n for n in dir(space) if n.startswith("_") and not n.startswith("__")}
+        for name in dir(space):
+            if name.startswith("_") and not name.startswith("__"):
+                value = getattr(space, name, None)
+                if isinstance(value, types.ModuleType) or not callable(value):
+                    names.add(name)
     return frozenset(names)
 
 

@@ -257,6 +257,12 @@ DEAD = {
     "__main__": "if __name__ == '__main__':\n    import threading\n    F.one_hot",
     "__main__ reversed": "if '__main__' == __name__:\n    F.one_hot",
     "__main__ with an else": "if __name__ == '__main__':\n    F.one_hot\nelse:\n    x = 1",
+    "a self-check that uses eval and vars, under __main__": (
+        "if __name__ == '__main__':\n    import os\n    print(vars(os), eval('1'))\n"
+        "    globals()['TYPE_CHECKING'] = True\n    F.one_hot"),
+    "TYPE_CHECKING set inside its own block": (
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+        "    setattr(F, 'x' + 'y', 1)\n    F.one_hot"),
 }
 
 
@@ -506,6 +512,8 @@ def test_harmless_modules_pass_in_every_file():
 CLEAN = {
     "own private attributes": "class A:\n    def __init__(self):\n        self._cache = {}\n"
                               "    def f(self):\n        return self._cache",
+    "a private method": "class A:\n    def _rows(self, ids):\n        return ids\n"
+                        "    def forward(self, ids):\n        return self._rows(ids)",
     "a dataclass's private field": "import dataclasses\n@dataclasses.dataclass\nclass P:\n"
                                    "    _n: int = 0\ndef f(p):\n    return p._n",
     "numpy counting": "import numpy as np\ndef count(V, d):\n    return int(np.prod([V, d]))",
