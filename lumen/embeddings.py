@@ -37,10 +37,13 @@ refused too, anywhere in your three files (all three run next to your embedding 
 one_hot): turning strings into code or loading modules and objects by name (eval, exec,
 compile, __import__, importlib, pickle, torch.load, numpy.load, subprocess, os); names
 computed at run time (a getattr, setattr or delattr whose name is not a plain string, vars,
-globals, locals, __dict__, operator.attrgetter, typing.get_type_hints); reaching into the
+globals, locals, __dict__, operator.attrgetter, typing.get_type_hints, a class built from
+computed names: three-argument type(), a metaclass other than ABCMeta, Enum('E', names),
+make_dataclass; defining __getattr__ or __getattribute__); reaching into the
 running program (gc, inspect, ctypes, sys.modules, sys._getframe, frames and code objects such
 as f_back or __globals__, __subclasses__, threading, open, raw memory through numpy's
-stride_tricks or .ctypes, torch's global hooks and function modes, __torch_function__); torch's
+stride_tricks, .ctypes or __array_interface__, assigning __class__, torch's global hooks and
+function modes, __torch_function__); torch's
 internals (torch._C, torch.ops, torch.library, torch.jit, torch.compile, torch.utils, and the
 _private modules of torch and numpy on any object, ``self`` included, since it can hold a
 module: ``self._VF`` is refused, your own ``self._rows`` is fine); ``import *``;

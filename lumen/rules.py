@@ -13,18 +13,19 @@ them, with this checker. Every other test looks only at what your code computes.
 2. **Ways around a ban** (``REFUSED``). The grader judges a ban from your source alone, so code
    that could call a built-in without naming it is refused, each for its reason (``WHY``):
    strings turned into code or modules loaded by name (eval, exec, compile, __import__,
-   importlib, pickle, torch.load, numpy.load, subprocess, os), names computed at run time (a
+   importlib, pickle, torch.load, numpy.load, subprocess, os); names computed at run time (a
    getattr, setattr or delattr whose name is not a plain string, vars, globals, locals,
-   __dict__, operator.attrgetter, typing.get_type_hints), reaching into the running program
-   (gc, inspect, ctypes, sys.modules, sys._getframe, frames, code objects, __subclasses__,
-   threading's trace hooks, raw memory such as open('/proc/self/mem') or numpy's stride
-   tricks and ctypes, torch's global hooks and function modes), torch's internals (torch._C,
-   torch.ops, torch.library, torch.jit, torch.compile, torch.utils, ..., and the _private
-   modules and data of torch and numpy on any object, since ``self`` can hold a module),
-   ``import *``, and
-   importing a module the grader has not checked (anything but ``ALLOWED_MODULES``: numpy,
-   math, functools, itertools, collections, dataclasses, typing, warnings and the like are
-   fine) or a file it does not read.
+   __dict__, operator.attrgetter, typing.get_type_hints, a class built from computed names by
+   type(), a metaclass, Enum('E', names) or make_dataclass, a __getattr__ hook); reaching
+   into the running program (gc, inspect, ctypes, sys.modules, sys._getframe, frames, code
+   objects, __subclasses__, threading's trace hooks, raw memory such as
+   open('/proc/self/mem'), numpy's stride tricks, ctypes and __array_interface__, torch's
+   global hooks and function modes); torch's internals (torch._C, torch.ops, torch.library,
+   torch.jit, torch.compile, torch.utils, ..., and the _private modules and data of torch
+   and numpy on any object, since ``self`` can hold a module); ``import *``; and importing a
+   module the grader has not checked (anything but ``ALLOWED_MODULES``: numpy, math,
+   functools, itertools, collections, dataclasses, typing, warnings and the like are fine)
+   or a file it does not read.
 
 All three files are read for both tests, because all three run in the process that runs
 your embedding and your one_hot: code in params.py could hand a built-in to embeddings.py.
@@ -152,7 +153,8 @@ REFUSED: dict[str, str] = {
         ), "code"),
     # A name computed at run time.
     **dict.fromkeys((
-        "attrgetter", "methodcaller", "get_type_hints", "ForwardRef", "__dict__",
+        "attrgetter", "methodcaller", "get_type_hints", "ForwardRef", "make_dataclass",
+        "__dict__",
         "__getattribute__", "__getattr__", "__setattr__", "__delattr__"), "names"),
     # The running program: its frames, objects, memory, modules and the calls others make.
     **dict.fromkeys((
@@ -170,6 +172,7 @@ REFUSED: dict[str, str] = {
         "__wrapped__", "__defaults__", "__kwdefaults__", "__subclasses__", "__bases__",
         "__base__", "__mro__", "__traceback__", "__loader__", "__spec__", "__reduce__",
         "__reduce_ex__", "__array_interface__", "__array_struct__",  # memory at any address
+        "__cuda_array_interface__",
         "stride_tricks", "lib", "memmap", "fromfile", "tofile", "FileType",
         "overrides", "TorchFunctionMode", "TorchDispatchMode", "__torch_function__",
         "__torch_dispatch__", "DisableTorchFunction", "DisableTorchFunctionSubclass",
@@ -199,9 +202,15 @@ MODULE_ONLY: dict[str, tuple[str, tuple[str, ...]]] = {
     "testing": ("code", ("numpy",)),  # numpy.testing.extbuild compiles C from a string
     "core": ("program", ("numpy",)),  # numpy's internals
 }
-#: Names that give a class or function the power to intercept what other code calls.
-REFUSED_DEFINITIONS = frozenset({"__torch_function__", "__torch_dispatch__",
-                                 "__array_interface__", "__array_struct__"})
+#: Names refused as definitions (``def``, a class attribute, a key of ``type()``'s namespace):
+#: intercepting what other code calls, numpy reading memory at an address you give it
+#: (``__array_interface__``, also through an attribute hook), names looked up from strings.
+REFUSED_DEFINITIONS = frozenset({
+    "__torch_function__", "__torch_dispatch__", "__array_interface__", "__array_struct__",
+    "__cuda_array_interface__", "__getattr__", "__getattribute__", "__match_args__",
+    "__prepare__"})
+#: Metaclasses your classes may name: every other one builds a class's namespace at run time.
+METACLASSES = frozenset({"ABCMeta", "abc.ABCMeta"})
 #: torch's global hooks (register_module_forward_hook, ...): they hand your code every module
 #: that any code runs, the grader's included.
 GLOBAL_HOOKS = "register_module_"
@@ -458,6 +467,9 @@ class _Reader:
             if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) \
                     and self._once(node.name):
                 self.own.add(node.name)
+        self.enums = {n.name for n in ast.walk(self.tree) if isinstance(n, ast.ClassDef)
+                      and any("Enum" in ast.unparse(b) or "Flag" in ast.unparse(b)
+                              for b in n.bases)}
         for node in nodes:  # bindings first, so that a later attribute can be resolved
             if isinstance(node, ast.Import | ast.ImportFrom):
                 self._import(node)
@@ -480,6 +492,13 @@ class _Reader:
                 self._assigned_name(node)
             elif isinstance(node, ast.Constant | ast.keyword):
                 self._special_key(node)
+            elif isinstance(node, ast.MatchClass):
+                self._match_class(node)
+            if isinstance(node, ast.Call):
+                self._call(node)
+            elif isinstance(node, ast.Attribute) and node.attr == "__class__" \
+                    and isinstance(node.ctx, ast.Store | ast.Del):
+                self._add(node, f"{ast.unparse(node)} = ...", "program")
         return self.found
 
     def _once(self, name: str) -> bool:
@@ -642,6 +661,31 @@ class _Reader:
     def _definition(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
         if node.name in REFUSED_DEFINITIONS:
             self._add(node, f"def {node.name}", "program")
+        if not isinstance(node, ast.ClassDef):
+            return
+        for keyword in node.keywords:  # class A(metaclass=M): M builds the namespace
+            if keyword.arg == "metaclass" and ast.unparse(keyword.value) not in METACLASSES:
+                self._add(node, f"class {node.name}(metaclass={ast.unparse(keyword.value)})",
+                          "names")
+        for base in node.bases:  # class M(type): a metaclass of your own
+            if ast.unparse(base) in {"type", *METACLASSES} or ast.unparse(base).endswith(
+                    ("EnumMeta", "EnumType")):
+                self._add(node, f"class {node.name}({ast.unparse(base)})", "names")
+
+    def _call(self, call: ast.Call) -> None:
+        """``type(name, bases, namespace)`` and ``Enum("E", names)``: a class whose names are
+        computed at run time (``"__array_" + "interface__"``)."""
+        callee = ast.unparse(call.func)
+        paths = {p for p in self._qualify(call.func) if p}
+        enum = any(p.startswith("enum.") for p in paths) or callee in self.enums
+        if callee == "type" and len(call.args) >= 3 or enum and (
+                len(call.args) >= 2 or any(k.arg in {"names", None} for k in call.keywords)):
+            self._add(call, f"{callee}(<names computed at run time>)", "names")
+
+    def _match_class(self, node: ast.MatchClass) -> None:
+        """``case ModuleType(one_hot=f)``: each keyword is an attribute read by name."""
+        for attr in node.kwd_attrs:
+            self._check_attribute(node, attr, UNKNOWN, False, f"case ...({attr}=...)")
 
     def _assigned_name(self, node: ast.Assign | ast.AnnAssign) -> None:
         """``__array_interface__ = {...}`` in a class body: numpy reads memory at its address."""

@@ -397,6 +397,29 @@ BYPASSES = {
                               "embedding", "program"),
     "the global hooks' dict": ("def f(self):\n    return self._global_forward_hooks",
                                "embedding", "torch"),
+    "__array_interface__ through an attribute hook": (
+        "class M:\n    def __getattr__(self, name):\n        return {}", "embedding", "program"),
+    "__array_interface__ by type() with a computed key": (
+        "M = type('M', (), {'__array_' + 'interface__': {}})", "embedding", "names"),
+    "a metaclass filling the namespace": (
+        "class Meta(type):\n    pass\nclass M(metaclass=Meta):\n    pass", "embedding",
+        "names"),
+    "make_dataclass with computed names": (
+        "import dataclasses\nM = dataclasses.make_dataclass('M', [('__array_' + 'x', dict)])",
+        "embedding", "names"),
+    "enum's functional API": ("import enum\nE = enum.Enum('E', [('__array_' + 'x', 1)])",
+                              "embedding", "names"),
+    "an own enum's functional API": (
+        "import enum\nclass K(enum.Enum):\n    A = 1\nE = K('E', [('__array_' + 'x', 1)])",
+        "embedding", "names"),
+    "a module's __class__ swapped": ("F.__class__ = type(F)", "embedding", "program"),
+    "__match_args__": ("class C:\n    __match_args__ = ('one_' + 'hot',)", "onehot",
+                       "program"),
+    "match on the module's attributes": (
+        "import sys\nmatch F:\n    case object(one_hot=oh):\n        pass", "onehot",
+        "banned"),
+    "__cuda_array_interface__": ("class M:\n    __cuda_array_interface__ = {}", "embedding",
+                                 "program"),
     "__builtins__": ("b = __builtins__", "embedding", "names"),
     "builtins": ("import builtins", "embedding", "program"),
     "storage": ("def f(t):\n    return t.untyped_storage()", "embedding", "program"),
@@ -530,6 +553,13 @@ CLEAN = {
                                                 "    return getattr(m, 'weight')",
     "torch.distributions in the embedding stage": "d = torch.distributions.Normal",
     "nn.Embedding in the onehot stage": "e = nn.Embedding",
+    "abstract base classes and enums": "import abc\nimport enum\nclass A(abc.ABC):\n    pass\n"
+                                        "class B(metaclass=abc.ABCMeta):\n    pass\n"
+                                        "class K(enum.Enum):\n    X = 1\nk = K(1)\n"
+                                        "t = type(k)\nok = isinstance(t, type)",
+    "match statements": "def f(x):\n    match x:\n        case {'a': 1}:\n            return 1\n"
+                        "        case [a, b]:\n            return a\n"
+                        "        case int(real=r):\n            return r",
     "threads of thought in strings": "s = 'import gc; F.one_hot; eval'\n# torch._C",
 }
 
