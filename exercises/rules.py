@@ -445,6 +445,24 @@ def _constant_name(call: ast.Call) -> str | None:
     return None
 
 
+def _type_as_a_type(nodes: list[ast.AST]) -> set[int]:
+    """The ``type`` names used as a type, not as a class factory: in annotations and in
+    isinstance or issubclass (``isinstance(t, type)``)."""
+    harmless: set[int] = set()
+    for node in nodes:
+        spots: list[ast.AST] = []
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id in {"isinstance", "issubclass"}:
+            spots = node.args[1:]
+        elif isinstance(node, ast.arg | ast.AnnAssign) and node.annotation is not None:
+            spots = [node.annotation]
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.returns:
+            spots = [node.returns]
+        for spot in spots:
+            harmless |= {id(n) for n in ast.walk(spot) if isinstance(n, ast.Name)}
+    return harmless
+
+
 #: What the grader cannot tell: the base of ``x.attr`` when ``x`` is no module it can name.
 UNKNOWN = None
 
@@ -480,6 +498,7 @@ class _Reader:
                 self._alias(node)
         self._unknown_too()
         calls = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
+        self.harmless_types = _type_as_a_type(nodes)
         for node in nodes:
             if isinstance(node, ast.Attribute):
                 self._attribute(node, node.attr, node.value)
@@ -657,6 +676,8 @@ class _Reader:
             self._add(node, node.id, REFUSED_BUILTINS[node.id])
         elif node.id in ATTRIBUTE_BUILTINS and not called:
             self._add(node, node.id, "names")  # getattr passed around: a computed name
+        elif node.id == "type" and not called and id(node) not in self.harmless_types:
+            self._add(node, "type", "names")  # t = type; t(name, bases, {computed: ...})
         elif node.id == "__loader__":
             self._add(node, node.id, "code")
 

@@ -401,6 +401,10 @@ BYPASSES = {
         "class M:\n    def __getattr__(self, name):\n        return {}", "embedding", "program"),
     "__array_interface__ by type() with a computed key": (
         "M = type('M', (), {'__array_' + 'interface__': {}})", "embedding", "names"),
+    "type() through an alias": ("make = type\nM = make('M', (), {'__array_' + 'x': {}})",
+                                "embedding", "names"),
+    "type() passed around": ("import functools\nmake = functools.partial(type, 'M')",
+                             "embedding", "names"),
     "a metaclass filling the namespace": (
         "class Meta(type):\n    pass\nclass M(metaclass=Meta):\n    pass", "embedding",
         "names"),
@@ -556,7 +560,8 @@ CLEAN = {
     "abstract base classes and enums": "import abc\nimport enum\nclass A(abc.ABC):\n    pass\n"
                                         "class B(metaclass=abc.ABCMeta):\n    pass\n"
                                         "class K(enum.Enum):\n    X = 1\nk = K(1)\n"
-                                        "t = type(k)\nok = isinstance(t, type)",
+                                        "t = type(k)\nok = isinstance(t, (type, int))\n"
+                                        "def f(c: type) -> type[int]:\n    return c",
     "match statements": "def f(x):\n    match x:\n        case {'a': 1}:\n            return 1\n"
                         "        case [a, b]:\n            return a\n"
                         "        case int(real=r):\n            return r",
