@@ -137,13 +137,14 @@ ATTRIBUTE_BUILTINS = frozenset({"getattr", "setattr", "delattr"})
 
 #: Names refused as modules you import and as attributes of anything but your own modules and
 #: classes (``torch.os``, ``x.__globals__``), each group with the reason it could get around a
-#: ban. ``_C`` and every other single-underscore name of a module are refused too (see below).
+#: ban. Single-underscore names are refused too: every one on a module the grader can name
+#: (``torch._C``, ``warnings._setoption``), and torch's and numpy's private modules on any
+#: other object (``self._VF``: see _MODULE_PRIVATE).
 REFUSED: dict[str, str] = {
     # Strings become code, or objects are found by a name held in a string.
     **dict.fromkeys((
         "importlib", "runpy", "code", "codeop", "pickle", "_pickle", "marshal", "copyreg",
         "shelve", "pydoc", "pkgutil", "zipimport", "types",  # types.FunctionType(code, ...)
-        "subprocess", "os", "posix", "pty", "multiprocessing", "concurrent",  # programs
         "_imp", "imp", "_frozen_importlib", "_frozen_importlib_external", "site", "sysconfig",
         "subprocess", "_posixsubprocess", "os", "posix", "pty", "multiprocessing",
         "concurrent", "webbrowser",  # other programs, started from strings
