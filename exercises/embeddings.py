@@ -32,21 +32,34 @@ What every function here promises, beyond its own docstring (the grader checks e
 
 Rules: the grader reads your source. Two stages ask you to write by hand what PyTorch already
 has, so their built-ins are banned anywhere in your three files (embeddings.py, params.py,
-gpt2.py), helpers included: stage 'embedding' bans nn.Embedding, F.embedding, torch.embedding,
-F.embedding_bag and nn.EmbeddingBag; stage 'onehot' bans F.one_hot. Your code runs inside the
-grader's process, next to the code that watches which torch functions run, so these are
-refused anywhere in your three files too, being what code would need to get around that watch
-or rewrite what the grader sees: eval, exec, compile, __import__ and importlib; a getattr,
-setattr or delattr whose name is not a plain string, vars, globals, locals and __dict__; gc,
-inspect, ctypes, sys.modules and sys._getframe, frames and code objects (f_back, f_locals,
-f_globals, tb_frame, __code__, __closure__, __globals__); threads and processes (threading,
-concurrent, multiprocessing, subprocess, os); torch's internals (torch._C, torch.ops,
-torch.library, torch.overrides, torch.jit, torch.utils); open; and importing modules other
-than math, torch and a few from the standard library (rules.py lists them). Only the two
-"written by hand" tests depend on this; every other test looks at what your code computes.
-Comments, strings and an ``if __name__ == "__main__":`` block are not read, so a self-check
-against F.one_hot may live there. ``python -m exercises.rules`` checks your files as the
-grader does, and so do the visible tests.
+gpt2.py), helpers included, and so are the torch modules that call them for you: stage
+'embedding' bans nn.Embedding, F.embedding, torch.embedding, F.embedding_bag, nn.EmbeddingBag
+and torch's quantized embeddings (torch.ao, torch.nn.quantized, torch.nn.qat); stage 'onehot'
+bans F.one_hot and torch.distributions (OneHotCategorical calls F.one_hot). The grader judges
+these bans from your source alone, so anything that could call a built-in without naming it is
+refused too, anywhere in your three files (all three run next to your embedding and your
+one_hot): turning strings into code or loading modules and objects by name (eval, exec,
+compile, __import__, importlib, pickle, torch.load, numpy.load, subprocess, os); names
+computed at run time (a getattr, setattr or delattr whose name is not a plain string, vars,
+globals, locals, __dict__, operator.attrgetter, typing.get_type_hints, a class built from
+computed names: three-argument type(), a metaclass other than ABCMeta, Enum('E', names),
+make_dataclass; defining __getattr__ or __getattribute__); reaching into the
+running program (gc, inspect, ctypes, sys.modules, sys._getframe, frames and code objects such
+as f_back or __globals__, __subclasses__, threading, open, raw memory through numpy's
+stride_tricks, .ctypes or __array_interface__, assigning __class__, torch's global hooks and
+function modes, __torch_function__); torch's
+internals (torch._C, torch.ops, torch.library, torch.jit, torch.compile, torch.utils, and the
+_private modules of torch and numpy on any object, ``self`` included, since it can hold a
+module: ``self._VF`` is refused, your own ``self._rows`` is fine); ``import *``;
+importing a file other than your three, or a module the grader has not checked: numpy, math,
+functools, itertools, collections, dataclasses, typing, warnings, numbers, operator, enum, abc
+and a few more are fine (rules.py lists them). Only the two "written by hand" tests depend on
+this; every other test looks at what your code computes. Comments, strings and the bodies of
+``if __name__ == "__main__":``, ``if TYPE_CHECKING:`` (after ``from typing import
+TYPE_CHECKING`` at the top) and ``if False:`` are not read, as long as nothing in your files
+rebinds those names, so a self-check against F.one_hot may live in a ``__main__`` block.
+``python -m exercises.rules`` checks your files as the grader does, and so do the visible
+tests.
 """
 
 from __future__ import annotations
@@ -213,9 +226,8 @@ def one_hot(ids: Tensor, num_classes: int, dtype: torch.dtype = torch.float32) -
     """One-hot encode ``ids``: a 1 at each id's position, zeros elsewhere.
 
     Build the vectors yourself: stage 'onehot' bans F.one_hot anywhere in your files, helpers
-    included (see "Rules" at the top of this file), and the grader watches that it does not
-    run while your one_hot runs, not even inside a library that calls it for you (such as
-    ``torch.distributions.OneHotCategorical``).
+    included, and the library that would call it for you (``torch.distributions``, whose
+    OneHotCategorical does): see "Rules" at the top of this file.
 
     Args:
         ids: token ids of any shape ``(...)`` (a single 0-d id too), each in

@@ -2,32 +2,47 @@
 # Learners: read it, run it, no need to change it. Course staff: edit lumen/rules.py.
 """The rules the grader reads your source for: what your three files may not contain.
 
-The grader runs your code on fresh inputs and compares the results with PyTorch's, but two
-things cannot be seen from results alone, so it also reads embeddings.py, params.py and gpt2.py
-(without running them) with this checker:
+The grader runs your code on fresh inputs and compares the results with PyTorch's, but whether
+a stage's built-in ran cannot be seen from results, so two tests (stage 'embedding''s "written
+by hand" and stage 'onehot''s) also read embeddings.py, params.py and gpt2.py, without running
+them, with this checker. Every other test looks only at what your code computes.
 
-1. **Banned built-ins.** A stage that asks you to write something yourself bans PyTorch's own
-   version of it, anywhere in your three files, helpers included (``BANS``): stage
-   'embedding' bans nn.Embedding, F.embedding, torch.embedding, F.embedding_bag and
-   nn.EmbeddingBag; stage 'onehot' bans F.one_hot.
-2. **Refused constructs.** Your code runs inside the grader's process, next to the grader's
-   own code that watches which torch functions run. Code that could switch that watch off, get
-   around it or rewrite what the grader sees is refused, wherever it is in your files:
-   turning strings into code (``eval``, ``exec``, ``compile``, ``__import__``, importlib),
-   reaching functions by a computed name (``getattr(F, "one_" + "hot")``, ``vars``,
-   ``globals``, ``__dict__``), reaching into the running program (``gc``, ``inspect``,
-   ``ctypes``, ``sys.modules``, ``sys._getframe``, frames and code objects such as
-   ``f_back`` or ``__globals__``), other threads and processes (``threading``,
-   ``concurrent``, ``multiprocessing``, ``subprocess``, ``os``), torch's internals
-   (``torch._C``, ``torch.ops``, ``torch.library``, ``torch.overrides``, ``torch.jit``,
-   ``torch.utils``), files (``open``) and importing modules outside ``ALLOWED_MODULES``. None
-   of it is needed to write a lookup table.
+1. **Banned built-ins** (``BANS``). Stage 'embedding' bans PyTorch's own lookup (nn.Embedding,
+   F.embedding, torch.embedding, F.embedding_bag, nn.EmbeddingBag, torch.ops.aten.embedding)
+   and the torch modules that call it for you (quantized embeddings: ``torch.ao``,
+   ``torch.nn.quantized``, ``torch.nn.qat``); stage 'onehot' bans F.one_hot and
+   ``torch.distributions`` (OneHotCategorical calls it for you).
+2. **Ways around a ban** (``REFUSED``). The grader judges a ban from your source alone, so code
+   that could call a built-in without naming it is refused, each for its reason (``WHY``):
+   strings turned into code or modules loaded by name (eval, exec, compile, __import__,
+   importlib, pickle, torch.load, numpy.load, subprocess, os); names computed at run time (a
+   getattr, setattr or delattr whose name is not a plain string, vars, globals, locals,
+   __dict__, operator.attrgetter, typing.get_type_hints, a class built from computed names by
+   type(), a metaclass, Enum('E', names) or make_dataclass, a __getattr__ hook); reaching
+   into the running program (gc, inspect, ctypes, sys.modules, sys._getframe, frames, code
+   objects, __subclasses__, threading's trace hooks, raw memory such as
+   open('/proc/self/mem'), numpy's stride tricks, ctypes and __array_interface__, torch's
+   global hooks and function modes); torch's internals (torch._C, torch.ops, torch.library,
+   torch.jit, torch.compile, torch.utils, ..., and the _private modules and data of torch
+   and numpy on any object, since ``self`` can hold a module); ``import *``; and importing a
+   module the grader has not checked (anything but ``ALLOWED_MODULES``: numpy, math,
+   functools, itertools, collections, dataclasses, typing, warnings and the like are fine)
+   or a file it does not read.
 
-Only the two "written by hand" tests depend on this check (stages 'embedding' and 'onehot');
-every other test looks at what your code computes. Dead code is not read: comments, strings and
-docstrings, and the bodies of ``if __name__ == "__main__":``, ``if False:`` and
-``if TYPE_CHECKING:``, so a self-check that compares your code with F.one_hot can stay in a
-``__main__`` block. Check your own files, as the grader does::
+All three files are read for both tests, because all three run in the process that runs
+your embedding and your one_hot: code in params.py could hand a built-in to embeddings.py.
+A refused construct costs only those two tests; a banned built-in of one stage costs only that
+stage's test.
+
+Dead code is not read: comments, strings and docstrings, and the bodies of ``if False:`` (or
+another false constant), of ``if __name__ == "__main__":`` and of ``if TYPE_CHECKING:``, the
+last two only while they provably cannot run: ``TYPE_CHECKING`` imported once, at the top of
+the file, as ``from typing import TYPE_CHECKING`` (or ``typing.TYPE_CHECKING`` after
+``import typing``), neither it, ``typing`` nor ``__name__`` bound again anywhere in the file
+(assigned, a parameter, a loop variable, imported as, ...), and no code that runs, in any of
+your files, able to change one (``m.__name__ = ...``, a computed setattr, ``globals()``,
+``vars()``, ``__dict__``). So a self-check that compares your code with F.one_hot
+can stay in a ``__main__`` block. Check your own files, as the grader does::
 
     python -m exercises.rules
 """
@@ -43,7 +58,9 @@ from pathlib import Path
 #: The files the grader reads (lumen/stages.py's SUBMISSION_FILES).
 FILES: tuple[str, ...] = ("embeddings.py", "params.py", "gpt2.py")
 #: Your own modules: importing them (``from .embeddings import Embedding``) is always fine.
-OWN_MODULES = frozenset({"embeddings", "params", "gpt2", "exercises"})
+OWN_MODULES = frozenset({"embeddings", "params", "gpt2"})
+#: The package your files live in when you run them yourself (``exercises.embeddings``).
+OWN_PACKAGE = "exercises"
 
 
 @dataclass(frozen=True)
@@ -51,7 +68,8 @@ class Ban:
     """What a stage forbids: torch's own version of what its functions build by hand."""
 
     stage: str
-    names: frozenset[str]  # attribute and import names (F.embedding, nn.Embedding, ...)
+    names: frozenset[str]  # torch's names for it, leading underscores dropped (see _plain)
+    routes: frozenset[str]  # torch modules that call it for you: refused under this ban
     ops: frozenset[str]  # the same as recorded while the code runs, normalised (see op_name)
     what: str  # for a message: the banned built-ins, as a learner writes them
 
@@ -59,7 +77,9 @@ class Ban:
 BANS: dict[str, Ban] = {
     "embedding": Ban(
         stage="embedding",
-        names=frozenset({"embedding", "Embedding", "embedding_bag", "EmbeddingBag"}),
+        names=frozenset({"embedding", "Embedding", "embedding_bag", "EmbeddingBag",
+                         "embedding_bag_forward_only", "embedding_ops"}),
+        routes=frozenset({"ao", "quantized", "qat", "quantizable", "quantization"}),
         ops=frozenset({"embedding", "embedding_bag", "embedding_bag_forward_only"}),
         what="PyTorch's own embedding (nn.Embedding, F.embedding, torch.embedding, "
         "F.embedding_bag, nn.EmbeddingBag)",
@@ -67,87 +87,137 @@ BANS: dict[str, Ban] = {
     "onehot": Ban(
         stage="onehot",
         names=frozenset({"one_hot"}),
+        routes=frozenset({"distributions"}),
         ops=frozenset({"one_hot"}),
         what="PyTorch's own one-hot (F.one_hot)",
     ),
 }
 
-#: Why each kind of construct is refused, as the learner reads it.
+#: Why each kind of construct is refused, as the learner reads it. Every kind is a way to run
+#: a banned built-in that the grader, reading your source, could not see.
 WHY = {
-    "code": "it runs code the grader cannot read (a string turned into code, or a module "
-    "loaded by name)",
+    "code": "it runs code the grader cannot read (a string turned into code, a module or "
+    "object loaded by name, a pickle, another program)",
     "names": "it reaches a function by a name computed at run time, which hides from the "
     "grader what your code calls",
-    "program": "it reaches into the running program (its frames, objects or loaded modules), "
-    "where the grader's own code runs",
-    "threads": "it runs code in another thread or process, out of the grader's sight",
-    "torch": "it uses torch's internals, which can switch off or get around the grader's "
-    "watch on which torch functions run",
-    "files": "it opens files: your three files compute, they never need to read or write one",
-    "dead": "it rebinds a name the grader relies on to recognise dead code (a block under "
-    "`if __name__ == \"__main__\":` or `if TYPE_CHECKING:` could then run)",
+    "program": "it reaches into the running program (its frames, objects, memory, loaded "
+    "modules, or the calls other code makes), where a built-in can be picked up unnamed",
+    "torch": "it uses torch's internals, which reach torch's built-ins without their names",
     "star": "`import *` brings in names the grader cannot see",
+    "relative": "it imports a file the grader does not read: only embeddings.py, params.py "
+    "and gpt2.py are submitted",
 }
+#: The kinds that make a ban's verdict unprovable: each "written by hand" test applies all.
+EVASIONS: tuple[str, ...] = ("code", "names", "program", "torch", "star", "relative", "import")
 
-#: Modules your files may import (and any of their submodules, checked name by name below).
+#: Modules your files may import, and any of their submodules, each name along the way checked
+#: against the rules below (``torch.utils`` is refused). Each was read for ways around a ban;
+#: the few it has are refused by name (numpy.load, operator.attrgetter, typing.get_type_hints).
 ALLOWED_MODULES: tuple[str, ...] = (
-    "__future__", "abc", "argparse", "cmath", "collections", "copy", "dataclasses", "enum",
-    "functools", "itertools", "math", "numbers", "operator", "random", "re", "statistics",
-    "sys", "textwrap", "torch", "typing", "warnings",
+    "__future__", "abc", "argparse", "bisect", "cmath", "collections", "contextlib", "copy",
+    "dataclasses", "decimal", "enum", "fractions", "functools", "heapq", "itertools", "math",
+    "numbers", "numpy", "operator", "random", "re", "statistics", "sys", "textwrap", "time",
+    "torch", "typing", "warnings",
 )
-WHY["import"] = ("your three files may import only " + ", ".join(ALLOWED_MODULES)
-                 + " and each other: this module is not needed for the exercise")
-#: What ``sys`` may give: nothing that reaches modules, frames or tracing.
+WHY["import"] = ("the grader has not checked this module for ways around the bans: your three "
+                 "files may import only " + ", ".join(ALLOWED_MODULES) + " and each other")
+#: What ``sys`` may give: nothing that reaches modules, frames, tracing or the interpreter.
 SYS_ALLOWED = frozenset({"stdout", "stderr", "maxsize", "float_info", "int_info",
                          "version_info", "version", "platform", "byteorder", "getsizeof",
-                         "hexversion", "float_repr_style"})
-#: Builtins refused wherever they are named, with the kind of reason.
+                         "hexversion", "float_repr_style", "exit"})
+#: Built-ins refused wherever they are named, with the kind of reason.
 REFUSED_BUILTINS: dict[str, str] = {
     "eval": "code", "exec": "code", "compile": "code", "__import__": "code",
     "globals": "names", "locals": "names", "vars": "names", "__builtins__": "names",
-    "breakpoint": "program", "open": "files",
+    "breakpoint": "program",
+    "open": "program",  # open('/proc/self/mem', 'r+b') rewrites the running program
 }
 #: Built-ins that take an attribute name: fine with a constant name, refused otherwise.
 ATTRIBUTE_BUILTINS = frozenset({"getattr", "setattr", "delattr"})
-#: Attribute (and imported) names refused on anything but your own objects (``self``, your
-#: classes and modules), by kind; ``ALWAYS`` are refused on your own objects too.
-REFUSED_NAMES: dict[str, str] = {
-    **dict.fromkeys(("importlib", "runpy", "code", "codeop", "pickle", "marshal", "copyreg",
-                     "shelve", "pydoc", "pkgutil", "serialization", "from_file"), "code"),
-    **dict.fromkeys(("attrgetter", "methodcaller", "get_type_hints", "ForwardRef", "__dict__",
-                     "__getattribute__", "__getattr__", "__setattr__", "__delattr__"), "names"),
-    **dict.fromkeys(("gc", "inspect", "ctypes", "sys", "builtins", "types", "traceback",
-                     "weakref", "logging", "signal", "np", "numpy", "_getframe",
-                     "settrace", "setprofile", "_current_frames", "f_back", "f_locals",
-                     "f_globals", "f_builtins", "f_code", "f_trace", "tb_frame", "tb_next",
-                     "gi_frame", "gi_code", "cr_frame", "cr_code", "ag_frame", "ag_code",
-                     "co_code", "co_consts", "co_names", "cell_contents", "__code__",
-                     "__closure__", "__globals__", "__builtins__", "__self__", "__func__",
-                     "__defaults__", "__kwdefaults__", "__subclasses__", "__bases__",
-                     "__base__", "__mro__", "__traceback__", "__loader__", "__spec__",
-                     "__reduce__", "__reduce_ex__"), "program"),
-    **dict.fromkeys(("threading", "_thread", "concurrent", "multiprocessing", "subprocess",
-                     "os", "pty", "asyncio", "socket"), "threads"),
-    **dict.fromkeys(("_C", "_VF", "_ops", "_dynamo", "_inductor", "_functorch", "_subclasses",
-                     "_python_dispatch", "_refs", "_prims", "_decomp", "_library",
-                     "_higher_order_ops", "aten", "ops", "library", "overrides", "jit",
-                     "profiler", "hub", "package", "fx", "export", "compiler", "distributed",
-                     "classes", "utils", "futures", "__torch_function__",
-                     "__torch_dispatch__", "DisableTorchFunction",
-                     "DisableTorchFunctionSubclass"), "torch"),
-    **dict.fromkeys(("io", "pathlib", "glob", "shutil", "mmap"), "files"),
+
+#: Names refused as modules you import and as attributes of anything but your own modules and
+#: classes (``torch.os``, ``x.__globals__``), each group with the reason it could get around a
+#: ban. Single-underscore names are refused too: every one on a module the grader can name
+#: (``torch._C``, ``warnings._setoption``), and torch's and numpy's private modules on any
+#: other object (``self._VF``: see _MODULE_PRIVATE).
+REFUSED: dict[str, str] = {
+    # Strings become code, or objects are found by a name held in a string.
+    **dict.fromkeys((
+        "importlib", "runpy", "code", "codeop", "pickle", "_pickle", "marshal", "copyreg",
+        "shelve", "pydoc", "pkgutil", "zipimport", "types",  # types.FunctionType(code, ...)
+        "_imp", "imp", "_frozen_importlib", "_frozen_importlib_external", "site", "sysconfig",
+        "subprocess", "_posixsubprocess", "os", "posix", "pty", "multiprocessing",
+        "concurrent", "webbrowser",  # other programs, started from strings
+        "serialization", "from_file", "hub", "package", "jit", "fx", "export", "compiler",
+        "onnx", "jiterator",  # torch code compiled or unpickled from strings and files
+        "utils",  # torch.utils.cpp_extension compiles C++ from a string; nn.utils as well
+        "f2py", "distutils",
+        "loader", "load_module", "exec_module", "get_code", "get_data",  # __spec__.loader
+        ), "code"),
+    # A name computed at run time.
+    **dict.fromkeys((
+        "attrgetter", "methodcaller", "get_type_hints", "ForwardRef", "make_dataclass",
+        "__dict__",
+        "__getattribute__", "__getattr__", "__setattr__", "__delattr__"), "names"),
+    # The running program: its frames, objects, memory, modules and the calls others make.
+    **dict.fromkeys((
+        "gc", "inspect", "ctypes", "_ctypes", "ctypeslib", "sys", "builtins", "traceback",
+        "linecache", "weakref", "logging", "signal", "faulthandler", "tracemalloc", "atexit",
+        "threading", "_thread", "asyncio", "socket", "dis",
+        "io", "_io", "codecs", "pathlib", "glob", "shutil", "mmap", "tempfile", "fileinput",
+        "zipfile", "tarfile", "gzip", "bz2", "lzma", "DataSource",  # files: /proc/self/mem
+        "string",  # string.Formatter().get_field("0.one_hot", (F,), {})
+        "settrace", "setprofile", "settrace_all_threads", "setprofile_all_threads",
+        "_getframe", "_current_frames", "f_back", "f_locals", "f_globals", "f_builtins",
+        "f_code", "f_trace", "tb_frame", "tb_next", "gi_frame", "gi_code", "cr_frame",
+        "cr_code", "ag_frame", "ag_code", "co_code", "co_consts", "co_names", "cell_contents",
+        "__code__", "__closure__", "__globals__", "__builtins__", "__self__", "__func__",
+        "__wrapped__", "__defaults__", "__kwdefaults__", "__subclasses__", "__bases__",
+        "__base__", "__mro__", "__traceback__", "__loader__", "__spec__", "__reduce__",
+        "__reduce_ex__", "__array_interface__", "__array_struct__",  # memory at any address
+        "__cuda_array_interface__",
+        "stride_tricks", "lib", "memmap", "fromfile", "tofile", "FileType",
+        "overrides", "TorchFunctionMode", "TorchDispatchMode", "__torch_function__",
+        "__torch_dispatch__", "DisableTorchFunction", "DisableTorchFunctionSubclass",
+        "profiler", "storage", "untyped_storage", "TypedStorage", "UntypedStorage"),
+        "program"),
+    # torch's internals: the dispatcher and its operators, reached without the Python names.
+    **dict.fromkeys((
+        "_C", "_VF", "_ops", "ops", "aten", "library", "classes", "distributed", "futures",
+        "_dynamo", "_inductor", "_functorch", "_subclasses", "_python_dispatch", "_refs",
+        "_prims", "_decomp", "_library", "_higher_order_ops", "_jit_internal", "_utils",
+        "_sources", "_tensor", "_numpy", "_core", "_global_forward_hooks",
+        "_global_forward_pre_hooks", "_global_backward_hooks", "_global_backward_pre_hooks",
+        "_global_module_registration_hooks", "_global_parameter_registration_hooks",
+        "_global_buffer_registration_hooks"), "torch"),
 }
 #: Refused on every object, your own included: frames, code objects, namespaces by name.
-ALWAYS = frozenset({
-    "f_back", "f_locals", "f_globals", "f_builtins", "f_code", "f_trace", "tb_frame", "tb_next",
-    "gi_frame", "gi_code", "cr_frame", "cr_code", "ag_frame", "ag_code", "co_code", "co_consts",
-    "co_names", "cell_contents", *(name for name in REFUSED_NAMES if name.startswith("__"))})
-#: Refused on torch, and on objects the grader cannot tell (``model.compile()`` is
-#: torch.compile), but fine elsewhere (``re.compile``).
-TORCH_ONLY: dict[str, str] = {"compile": "torch", "load": "code"}
-#: Method names that give a class the power to intercept torch calls, refused as definitions.
-REFUSED_DEFINITIONS = frozenset({"__torch_function__", "__torch_dispatch__"})
-#: Names the grader's dead-code rules rely on: rebinding them is refused.
+ALWAYS = frozenset(name for name, kind in REFUSED.items()
+                   if name.startswith(("__", "f_", "tb_", "gi_", "cr_", "ag_", "co_"))
+                   or name == "cell_contents")
+#: Refused on the modules named and on objects the grader cannot tell (``model.compile()`` is
+#: torch.compile, ``a.dump(f)`` numpy's pickle), fine elsewhere (``re.compile``, your own).
+MODULE_ONLY: dict[str, tuple[str, tuple[str, ...]]] = {
+    "compile": ("code", ("torch",)),
+    **{name: ("code", ("torch", "numpy")) for name in (
+        "load", "loads", "save", "savez", "savez_compressed", "savetxt", "loadtxt",
+        "genfromtxt", "fromregex", "dump", "dumps")},
+    "testing": ("code", ("numpy",)),  # numpy.testing.extbuild compiles C from a string
+    "core": ("program", ("numpy",)),  # numpy's internals
+}
+#: Names refused as definitions (``def``, a class attribute, a key of ``type()``'s namespace):
+#: intercepting what other code calls, numpy reading memory at an address you give it
+#: (``__array_interface__``, also through an attribute hook), names looked up from strings.
+REFUSED_DEFINITIONS = frozenset({
+    "__torch_function__", "__torch_dispatch__", "__array_interface__", "__array_struct__",
+    "__cuda_array_interface__", "__getattr__", "__getattribute__", "__match_args__",
+    "__prepare__"})
+#: Metaclasses your classes may name: every other one builds a class's namespace at run time.
+METACLASSES = frozenset({"ABCMeta", "abc.ABCMeta"})
+#: torch's global hooks (register_module_forward_hook, ...): they hand your code every module
+#: that any code runs, the grader's included.
+GLOBAL_HOOKS = "register_module_"
+#: Names whose value decides whether a dead block runs (see the module's docstring).
 GUARDS = frozenset({"__name__", "TYPE_CHECKING"})
 
 
@@ -160,29 +230,37 @@ class Finding:
     code: str  # the line as written, stripped
     found: str  # what was found there: "torch.nn.functional.one_hot", "import threading"
     why: str  # the rule, in words
-    banned: bool = False  # a banned built-in (True) or a refused construct (False)
+    banned: bool = False  # a banned built-in (True) or a way around a ban (False)
+    kind: str = "banned"  # "banned" or one of EVASIONS
 
     def __str__(self) -> str:
         return f"{self.file}, line {self.line}: `{self.code}` ({self.found}): {self.why}"
 
 
-def check(files: Mapping[str, str], stage: str | None = None) -> list[Finding]:
-    """Every finding in ``files`` (file name -> source): ``stage``'s banned built-ins (none
-    when ``stage`` is None or bans nothing) and every refused construct, in file order.
+def check(files: Mapping[str, str], stage: str | None = None,
+          among: Iterable[str] = FILES) -> list[Finding]:
+    """Every finding in ``files`` (file name -> source) among the files ``among``:
+    ``stage``'s banned built-ins (none when ``stage`` is None or bans nothing) and every way
+    around a ban, in file order.
 
     A file that does not parse is skipped: it cannot be imported, so it runs nothing.
     """
     ban = BANS.get(stage) if stage is not None else None
-    findings: list[Finding] = []
+    trees: dict[str, ast.Module] = {}
     for name in FILES:
-        source = files.get(name)
-        if source is None:
-            continue
-        try:
-            tree = ast.parse(source, filename=name)
-        except (SyntaxError, ValueError):
-            continue
-        findings += _Reader(name, source, tree, ban).findings()
+        if name in files:
+            try:
+                trees[name] = ast.parse(files[name], filename=name)
+            except (SyntaxError, ValueError):
+                continue
+    # Dead blocks stay dead while no live code, in any file, can change a guard; and code in a
+    # dead block runs only once a guard changes. So: read each file as if every guard held,
+    # and if the code that would then run could change one, trust no guard anywhere.
+    tampered = any(_sets_guards(_live(tree, _Guards(tree, False))) for tree in trees.values())
+    findings: list[Finding] = []
+    for name, tree in trees.items():
+        if name in among:
+            findings += _Reader(name, files[name], tree, ban, tampered).findings()
     return _one_per_line(findings)
 
 
@@ -228,41 +306,136 @@ def read(folder: Path) -> dict[str, str]:
             for name in FILES if (folder / name).is_file()}
 
 
-# --- the reader ------------------------------------------------------------------------------
+# --- dead code: only what provably never runs ------------------------------------------------
 
 
-def _is_dead(test: ast.expr) -> bool:
-    """Whether an ``if`` with this test never runs its body under the grader."""
-    if isinstance(test, ast.Constant):
-        return not test.value
-    if isinstance(test, ast.Name | ast.Attribute):  # TYPE_CHECKING, typing.TYPE_CHECKING
-        return (test.id if isinstance(test, ast.Name) else test.attr) == "TYPE_CHECKING"
-    if (isinstance(test, ast.Compare) and len(test.ops) == 1
-            and isinstance(test.ops[0], ast.Eq)):
-        sides = [test.left, test.comparators[0]]
-        names = {s.id for s in sides if isinstance(s, ast.Name)}
-        texts = {s.value for s in sides if isinstance(s, ast.Constant)}
-        return names == {"__name__"} and texts == {"__main__"}
+def _bindings(tree: ast.Module) -> dict[str, list[ast.AST]]:
+    """Every place in ``tree`` (dead code included) that binds a name, by name: assignments
+    of every form, parameters, imports, definitions, global and nonlocal, ``except ... as``,
+    match captures. A ``from m import *`` binds any name: it is listed under ``"*"``."""
+    bound: dict[str, list[ast.AST]] = {}
+
+    def add(name: str | None, node: ast.AST) -> None:
+        if name is not None:
+            bound.setdefault(name, []).append(node)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            add(node.id, node)
+        elif isinstance(node, ast.arg):
+            add(node.arg, node)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            add(node.name, node)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            for alias in node.names:
+                if isinstance(node, ast.Import):
+                    add(alias.asname or alias.name.split(".")[0], node)
+                else:
+                    add(alias.asname or alias.name, node)
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            for name in node.names:
+                add(name, node)
+        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar):
+            add(node.name, node)
+        elif isinstance(node, ast.MatchMapping):
+            add(node.rest, node)
+    return bound
+
+
+def _sets_guards(nodes: Iterable[ast.AST]) -> bool:
+    """Whether code of these ``nodes`` could change a guard, its own module's or another's:
+    it sets or deletes an attribute called ``__name__`` or ``TYPE_CHECKING`` (or a module's
+    ``__class__``, which can give ``typing`` a TYPE_CHECKING property), calls setattr or
+    delattr with a name the grader cannot read, or reaches a namespace as a dictionary
+    (``globals()``, ``vars()``, ``__dict__``, ``sys.modules``, ``exec``)."""
+    for node in nodes:
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store | ast.Del) \
+                and node.attr in TAMPERS:
+            return True
+        if isinstance(node, ast.Name) and node.id in NAMESPACES or isinstance(
+                node, ast.Attribute) and (node.attr == "__dict__" or node.attr == "modules"
+                                          and isinstance(node.value, ast.Name)
+                                          and node.value.id == "sys"):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id in {"setattr", "delattr"}:
+            name = _constant_name(node)
+            if name is None or name in TAMPERS:
+                return True
     return False
 
 
-def _live(tree: ast.AST) -> Iterator[ast.AST]:
-    """Every node of ``tree`` except those in dead blocks (see ``_is_dead``)."""
+#: Attributes whose change could make a guard of another module lie.
+TAMPERS = GUARDS | {"__class__"}
+#: Built-ins that reach a module's names as a dictionary, or run code that could.
+NAMESPACES = frozenset({"globals", "vars", "locals", "exec", "eval", "__builtins__",
+                        "__import__"})
+
+
+def _is_import(node: ast.AST, module: str, name: str | None) -> bool:
+    """Whether ``node`` is ``import module`` (``name`` None) or ``from module import name``
+    (among others), with no ``as``."""
+    if name is None:
+        return isinstance(node, ast.Import) and any(
+            a.name == module and a.asname is None for a in node.names)
+    return isinstance(node, ast.ImportFrom) and node.module == module and node.level == 0 \
+        and any(a.name == name and a.asname is None for a in node.names)
+
+
+class _Guards:
+    """Which dead-code tests provably hold in one file (see the module's docstring)."""
+
+    def __init__(self, tree: ast.Module, tampered: bool) -> None:
+        bound = _bindings(tree)
+        top = {id(node) for node in tree.body}
+        trusted = "*" not in bound and not tampered
+
+        def only(name: str, module: str, imported: str | None) -> bool:
+            """``name`` is bound once, by a top-level import of ``module``, and never else."""
+            places = bound.get(name, [])
+            return trusted and len(places) == 1 and id(places[0]) in top \
+                and _is_import(places[0], module, imported)
+
+        self.type_checking = only("TYPE_CHECKING", "typing", "TYPE_CHECKING")
+        self.typing = only("typing", "typing", None)
+        self.main = trusted and "__name__" not in bound
+
+    def dead(self, test: ast.expr) -> bool:
+        """Whether an ``if`` with this test provably never runs its body under the grader."""
+        if isinstance(test, ast.Constant):
+            return not test.value
+        if isinstance(test, ast.Name):
+            return test.id == "TYPE_CHECKING" and self.type_checking
+        if isinstance(test, ast.Attribute):
+            return (test.attr == "TYPE_CHECKING" and isinstance(test.value, ast.Name)
+                    and test.value.id == "typing" and self.typing)
+        if (isinstance(test, ast.Compare) and len(test.ops) == 1
+                and isinstance(test.ops[0], ast.Eq)):
+            sides = [test.left, test.comparators[0]]
+            names = {s.id for s in sides if isinstance(s, ast.Name)}
+            texts = {s.value for s in sides if isinstance(s, ast.Constant)}
+            return names == {"__name__"} and texts == {"__main__"} and self.main
+        return False
+
+
+def _live(tree: ast.AST, guards: _Guards) -> Iterator[ast.AST]:
+    """Every node of ``tree`` except those in provably dead blocks (see ``_Guards.dead``)."""
     stack = [tree]
     while stack:
         node = stack.pop()
         yield node
-        if isinstance(node, ast.If) and _is_dead(node.test):
+        if isinstance(node, ast.If) and guards.dead(node.test):
             stack.extend(reversed(node.orelse))  # the test itself is only a name or constant
             continue
         stack.extend(reversed(list(ast.iter_child_nodes(node))))
 
 
-def _root(node: ast.expr) -> ast.expr:
-    """The innermost value of an attribute chain: ``torch`` for ``torch.nn.functional``."""
-    while isinstance(node, ast.Attribute):
-        node = node.value
-    return node
+# --- the reader ------------------------------------------------------------------------------
+
+
+def _plain(name: str) -> str:
+    """A name without its leading underscores: torch's ``_embedding_bag`` is ``embedding_bag``."""
+    return name.lstrip("_") or name
 
 
 def _constant_name(call: ast.Call) -> str | None:
@@ -273,28 +446,63 @@ def _constant_name(call: ast.Call) -> str | None:
     return None
 
 
-class _Reader:
-    """Reads one file's live code for banned built-ins and refused constructs."""
+def _type_as_a_type(nodes: list[ast.AST]) -> set[int]:
+    """The ``type`` names used as a type, not as a class factory: in annotations and in
+    isinstance or issubclass (``isinstance(t, type)``)."""
+    harmless: set[int] = set()
+    for node in nodes:
+        spots: list[ast.AST] = []
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id in {"isinstance", "issubclass"}:
+            spots = node.args[1:]
+        elif isinstance(node, ast.arg | ast.AnnAssign) and node.annotation is not None:
+            spots = [node.annotation]
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.returns:
+            spots = [node.returns]
+        for spot in spots:
+            harmless |= {id(n) for n in ast.walk(spot) if isinstance(n, ast.Name)}
+    return harmless
 
-    def __init__(self, file: str, source: str, tree: ast.Module, ban: Ban | None) -> None:
+
+#: What the grader cannot tell: the base of ``x.attr`` when ``x`` is no module it can name.
+UNKNOWN = None
+
+
+class _Reader:
+    """Reads one file's live code for banned built-ins and ways around a ban."""
+
+    def __init__(self, file: str, source: str, tree: ast.Module, ban: Ban | None,
+                 tampered: bool) -> None:
         self.file, self.lines, self.tree, self.ban = file, source.splitlines(), tree, ban
-        self.modules: dict[str, str] = {}  # local name -> the module path it is bound to
-        self.own: set[str] = {"self", "cls"} | {
-            n.name for n in tree.body if isinstance(n, ast.ClassDef | ast.FunctionDef)}
+        self.guards = _Guards(tree, tampered)
+        self.bound = _bindings(tree)
+        # local name -> the module paths it may be bound to (UNKNOWN: something else too)
+        self.modules: dict[str, set[str | None]] = {}
+        self.aliases: set[int] = set()  # the targets of ``F = torch.nn.functional``
+        self.own: set[str] = set()  # names that are provably your own modules and classes
         self.found: list[Finding] = []
 
     def findings(self) -> list[Finding]:
-        nodes = list(_live(self.tree))
+        nodes = list(_live(self.tree, self.guards))
+        for node in self.tree.body:  # your top-level classes and functions, if never rebound
+            if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) \
+                    and self._once(node.name):
+                self.own.add(node.name)
+        self.enums = {n.name for n in ast.walk(self.tree) if isinstance(n, ast.ClassDef)
+                      and any("Enum" in ast.unparse(b) or "Flag" in ast.unparse(b)
+                              for b in n.bases)}
         for node in nodes:  # bindings first, so that a later attribute can be resolved
             if isinstance(node, ast.Import | ast.ImportFrom):
                 self._import(node)
-            elif isinstance(node, ast.Assign):
+        for node in nodes:
+            if isinstance(node, ast.Assign):
                 self._alias(node)
+        self._unknown_too()
         calls = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
+        self.harmless_types = _type_as_a_type(nodes)
         for node in nodes:
             if isinstance(node, ast.Attribute):
-                self._attribute(node, node.attr, node.value,
-                                store=isinstance(node.ctx, ast.Store | ast.Del))
+                self._attribute(node, node.attr, node.value)
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
                     and node.func.id in ATTRIBUTE_BUILTINS:
                 self._dynamic_attribute(node)
@@ -302,41 +510,95 @@ class _Reader:
                 self._name(node, id(node) in calls)
             elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
                 self._definition(node)
-            elif isinstance(node, ast.alias) and node.asname in GUARDS:
-                self._add(node, f"import ... as {node.asname}", WHY["dead"])
+            elif isinstance(node, ast.Assign | ast.AnnAssign):
+                self._assigned_name(node)
+            elif isinstance(node, ast.Constant | ast.keyword):
+                self._special_key(node)
+            elif isinstance(node, ast.MatchClass):
+                self._match_class(node)
+            if isinstance(node, ast.Call):
+                self._call(node)
+            elif isinstance(node, ast.Attribute) and node.attr == "__class__" \
+                    and isinstance(node.ctx, ast.Store | ast.Del):
+                self._add(node, f"{ast.unparse(node)} = ...", "program")
         return self.found
 
+    def _once(self, name: str) -> bool:
+        """Whether ``name`` is bound exactly once in the file, and no ``import *`` is there."""
+        return len(self.bound.get(name, [])) == 1 and "*" not in self.bound
+
     # -- bindings
+
+    def _bind(self, name: str, path: str) -> None:
+        self.modules.setdefault(name, set()).add(path)
+
+    def _unknown_too(self) -> None:
+        """A name bound to a module here and to something else there may be either: the
+        rules of every candidate apply (``import sys`` twice is still sys)."""
+        for name, paths in self.modules.items():
+            places = self.bound.get(name, [])
+            if "*" in self.bound or not all(
+                    isinstance(p, ast.Import | ast.ImportFrom) or id(p) in self.aliases
+                    for p in places):
+                paths.add(UNKNOWN)
 
     def _import(self, node: ast.Import | ast.ImportFrom) -> None:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 bound = alias.asname or alias.name.split(".")[0]
-                if alias.name.split(".")[0] in OWN_MODULES:
-                    self.own.add(bound)
-                elif self._module_allowed(node, alias.name):
-                    self.modules[bound] = alias.name if alias.asname else bound
+                if self._own_import(node, alias.name, alias.asname):
+                    continue
+                if self._module_allowed(node, alias.name):
+                    self._bind(bound, alias.name if alias.asname else bound)
             return
         module = node.module or ""
-        if node.level > 0 or module.split(".")[0] in OWN_MODULES:
-            self.own |= {a.asname or a.name for a in node.names}  # your own modules
+        if node.level > 0 or module.split(".")[0] == OWN_PACKAGE:
+            self._own_from(node, module)
             return
         if not self._module_allowed(node, module):
             return
         for alias in node.names:
             found = f"from {module} import {alias.name}"
             if alias.name == "*":
-                self._add(node, found + " (import *)", WHY["star"])
-            elif {alias.name, alias.asname} & GUARDS and (
-                    module, alias.name, alias.asname) != ("typing", "TYPE_CHECKING", None):
-                self._add(node, found, WHY["dead"])
+                self._add(node, found + " (import *)", "star")
             elif self._path_allowed(node, f"{module}.{alias.name}", found):
-                self.modules[alias.asname or alias.name] = f"{module}.{alias.name}"
+                self._bind(alias.asname or alias.name, f"{module}.{alias.name}")
+
+    def _own_import(self, node: ast.Import, name: str, asname: str | None) -> bool:
+        """``import exercises.embeddings``: your own module (True); ``import exercises.cli``
+        is refused, being no file the grader reads."""
+        parts = name.split(".")
+        if parts[0] != OWN_PACKAGE:
+            return False
+        if len(parts) != 2 or parts[1] not in OWN_MODULES:
+            self._add(node, f"import {name}", "relative")
+        elif asname is not None and self._once(asname):
+            self.own.add(asname)
+        return True
+
+    def _own_from(self, node: ast.ImportFrom, module: str) -> None:
+        """``from .embeddings import Embedding``, ``from . import params``: fine for your three
+        files; any other file (``from .helpers import x``, ``from .. import y``) is refused."""
+        parts = module.split(".") if module else []
+        if node.level == 0:  # from exercises[.embeddings] import ...
+            parts = parts[1:]
+        shown = f"from {'.' * node.level}{module} import"
+        if node.level > 1 or len(parts) > 1 or (parts and parts[0] not in OWN_MODULES):
+            self._add(node, f"{shown} ...", "relative")
+            return
+        for alias in node.names:
+            bound = alias.asname or alias.name
+            if alias.name == "*":
+                self._add(node, f"{shown} * (import *)", "star")
+            elif not parts and alias.name not in OWN_MODULES:
+                self._add(node, f"{shown} {alias.name}", "relative")
+            elif not parts and self._once(bound):
+                self.own.add(bound)  # the module itself: its attributes are your names
 
     def _module_allowed(self, node: ast.stmt, module: str) -> bool:
         top = module.split(".")[0]
         if top not in ALLOWED_MODULES:
-            self._add(node, f"import {module}", WHY[REFUSED_NAMES.get(top, "import")])
+            self._add(node, f"import {module}", REFUSED.get(top, "import"))
             return False
         return self._path_allowed(node, module, f"import {module}")
 
@@ -349,78 +611,153 @@ class _Reader:
         return len(self.found) == before
 
     def _alias(self, node: ast.Assign) -> None:
-        """``F = torch.nn.functional``: F names that module from here on."""
+        """``F = torch.nn.functional``: F may name that module from here on."""
         if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            path = self._qualify(node.value)
-            if path is not None:
-                self.modules[node.targets[0].id] = path
+            paths = self._qualify(node.value)
+            for path in paths - {UNKNOWN}:
+                self._bind(node.targets[0].id, path)
+            if UNKNOWN not in paths:
+                self.aliases.add(id(node.targets[0]))
 
-    def _qualify(self, node: ast.expr) -> str | None:
-        """The module path an expression names (``torch.nn.functional``), if it can be told."""
+    def _qualify(self, node: ast.expr) -> set[str | None]:
+        """The module paths an expression may name (``torch.nn.functional``); UNKNOWN among
+        them when it may be something else."""
         if isinstance(node, ast.Name):
-            return self.modules.get(node.id)
+            return self.modules.get(node.id, {UNKNOWN})
         if isinstance(node, ast.Attribute):
-            base = self._qualify(node.value)
-            return None if base is None else f"{base}.{node.attr}"
-        return None
+            return {UNKNOWN if base is UNKNOWN else f"{base}.{node.attr}"
+                    for base in self._qualify(node.value)}
+        return {UNKNOWN}
 
     # -- uses
 
-    def _attribute(self, node: ast.AST, attr: str, base: ast.expr, store: bool = False) -> None:
+    def _attribute(self, node: ast.AST, attr: str, base: ast.expr) -> None:
         """``base.attr`` (or ``getattr(base, "attr")``) in live code."""
-        root = _root(base)
-        own = isinstance(root, ast.Name) and root.id in self.own
-        path = self._qualify(base)
-        found = f"{path}.{attr}" if path else f"{ast.unparse(base)}.{attr}"
-        if store and attr in GUARDS:
-            self._add(node, found + " = ...", WHY["dead"])
-        self._check_attribute(node, attr, path, own, found)
+        own = isinstance(base, ast.Name) and base.id in self.own
+        for path in sorted(self._qualify(base), key=str):
+            found = f"{path}.{attr}" if path else f"{ast.unparse(base)}.{attr}"
+            self._check_attribute(node, attr, path, own, found)
 
     def _check_attribute(self, node: ast.AST, attr: str, path: str | None, own: bool,
                          found: str) -> None:
-        """The rules for one attribute name, on a base that is ``path`` (a module path, None
-        when the grader cannot tell) and is or is not your own object."""
-        if self.ban and attr in self.ban.names and not own:
+        """The rules for one attribute name, on a base that is ``path`` (a module path, or
+        UNKNOWN when the grader cannot tell) and is or is not your own module or class
+        (``self`` can be anything: ``f(torch.nn.functional)`` makes it a module)."""
+        top = path.split(".")[0] if path else None
+        if self.ban and not own and _plain(attr) in self.ban.names:
             self._add(node, found, f"{self.ban.what} is banned in stage '{self.ban.stage}': "
                       "write it yourself", banned=True)
-        if attr in ALWAYS or (attr in REFUSED_NAMES and not own):
-            self._add(node, found, WHY[REFUSED_NAMES.get(attr, "program")])
-        elif attr in TORCH_ONLY and not own and (path is None or path.startswith("torch")):
-            self._add(node, found, WHY[TORCH_ONLY[attr]])
+        elif self.ban and not own and attr in self.ban.routes and top in (UNKNOWN, "torch"):
+            self._add(node, found, f"{self.ban.what} is banned in stage '{self.ban.stage}', "
+                      "and this module calls it for you: write it yourself", banned=True)
+        if attr in ALWAYS or (attr in REFUSED and not own):
+            self._add(node, found, REFUSED[attr])
+        elif attr in MODULE_ONLY and not own and top in (UNKNOWN, *MODULE_ONLY[attr][1]):
+            self._add(node, found, MODULE_ONLY[attr][0])
+        elif attr.startswith(GLOBAL_HOOKS) and not own:
+            self._add(node, found, "program")
         elif path == "sys" and attr not in SYS_ALLOWED:
-            self._add(node, found, WHY["program"])
-        elif path is not None and attr.startswith("_") and not attr.startswith("__"):
-            self._add(node, found, WHY["torch" if path.startswith("torch") else "program"])
+            self._add(node, found, "program")
+        elif attr.startswith("_") and not attr.startswith("__") and not own and (
+                path is not UNKNOWN or attr in _MODULE_PRIVATE):
+            self._add(node, found, "torch" if top in (UNKNOWN, "torch") else "program")
 
     def _dynamic_attribute(self, call: ast.Call) -> None:
         """``getattr(x, name)``, ``setattr``, ``delattr``: fine with a constant name only."""
         name = _constant_name(call)
         if name is None:
-            self._add(call, f"{call.func.id}(..., <a name computed at run time>)", WHY["names"])
+            self._add(call, f"{call.func.id}(..., <a name computed at run time>)", "names")
         elif call.args:
-            self._attribute(call, name, call.args[0], store=call.func.id != "getattr")
+            self._attribute(call, name, call.args[0])
 
     def _name(self, node: ast.Name, called: bool) -> None:
-        if isinstance(node.ctx, ast.Store | ast.Del):
-            if node.id in GUARDS:
-                self._add(node, f"{node.id} = ...", WHY["dead"])
-        elif node.id in self.own:
-            return  # your own function or class of that name
-        elif node.id in REFUSED_BUILTINS:
-            self._add(node, node.id, WHY[REFUSED_BUILTINS[node.id]])
+        if isinstance(node.ctx, ast.Store | ast.Del) or node.id in self.own:
+            return
+        if node.id in REFUSED_BUILTINS:
+            self._add(node, node.id, REFUSED_BUILTINS[node.id])
         elif node.id in ATTRIBUTE_BUILTINS and not called:
-            self._add(node, node.id, WHY["names"])  # getattr passed around: a computed name
+            self._add(node, node.id, "names")  # getattr passed around: a computed name
+        elif node.id == "type" and not called and id(node) not in self.harmless_types:
+            self._add(node, "type", "names")  # t = type; t(name, bases, {computed: ...})
+        elif node.id == "__loader__":
+            self._add(node, node.id, "code")
 
     def _definition(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
         if node.name in REFUSED_DEFINITIONS:
-            self._add(node, f"def {node.name}", WHY["torch"])
-        elif node.name in GUARDS:
-            self._add(node, f"def {node.name}", WHY["dead"])
+            self._add(node, f"def {node.name}", "program")
+        if not isinstance(node, ast.ClassDef):
+            return
+        for keyword in node.keywords:  # class A(metaclass=M): M builds the namespace
+            if keyword.arg == "metaclass" and ast.unparse(keyword.value) not in METACLASSES:
+                self._add(node, f"class {node.name}(metaclass={ast.unparse(keyword.value)})",
+                          "names")
+        for base in node.bases:  # class M(type): a metaclass of your own
+            if ast.unparse(base) in {"type", *METACLASSES} or ast.unparse(base).endswith(
+                    ("EnumMeta", "EnumType")):
+                self._add(node, f"class {node.name}({ast.unparse(base)})", "names")
 
-    def _add(self, node: ast.AST, found: str, why: str, banned: bool = False) -> None:
+    def _call(self, call: ast.Call) -> None:
+        """``type(name, bases, namespace)`` and ``Enum("E", names)``: a class whose names are
+        computed at run time (``"__array_" + "interface__"``)."""
+        callee = ast.unparse(call.func)
+        paths = {p for p in self._qualify(call.func) if p}
+        enum = any(p.startswith("enum.") for p in paths) or callee in self.enums
+        if callee == "type" and len(call.args) >= 3 or enum and (
+                len(call.args) >= 2 or any(k.arg in {"names", None} for k in call.keywords)):
+            self._add(call, f"{callee}(<names computed at run time>)", "names")
+
+    def _match_class(self, node: ast.MatchClass) -> None:
+        """``case ModuleType(one_hot=f)``: each keyword is an attribute read by name."""
+        for attr in node.kwd_attrs:
+            self._check_attribute(node, attr, UNKNOWN, False, f"case ...({attr}=...)")
+
+    def _assigned_name(self, node: ast.Assign | ast.AnnAssign) -> None:
+        """``__array_interface__ = {...}`` in a class body: numpy reads memory at its address."""
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for target in targets:
+            if isinstance(target, ast.Name) and target.id in REFUSED_DEFINITIONS:
+                self._add(node, f"{target.id} = ...", "program")
+
+    def _special_key(self, node: ast.Constant | ast.keyword) -> None:
+        """``type("T", (), {"__torch_function__": f})`` and ``dict(__array_interface__=...)``:
+        the same definitions, spelled as a key."""
+        key = node.value if isinstance(node, ast.Constant) else node.arg
+        if isinstance(key, str) and key in REFUSED_DEFINITIONS:
+            self._add(node, repr(key), "program")
+
+    def _add(self, node: ast.AST, found: str, kind: str, banned: bool = False) -> None:
         line = getattr(node, "lineno", 0)
         code = self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
-        self.found.append(Finding(self.file, line, code, found, why, banned))
+        why = kind if banned else WHY[kind]
+        self.found.append(Finding(self.file, line, code, found, why, banned,
+                                  "banned" if banned else kind))
+
+
+def _module_private() -> frozenset[str]:
+    """The single-underscore names of torch's and numpy's main namespaces that hold a module
+    or data rather than a function (``_C``, ``_VF``, ``_ops``, ``_utils``, ``_dynamo``,
+    registries and hooks): refused on any object that is not your own, since ``self`` or a
+    local can hold the module itself. A private function (``torch._check``) is harmless unless
+    banned by name; your own private attributes (``self._rows``) keep other names."""
+    import types
+
+    names: set[str] = set()
+    try:
+        import numpy
+        import torch
+        spaces = (torch, torch.nn, torch.nn.functional, torch.autograd, numpy)
+    except ImportError:  # pragma: no cover - the exercise always has torch
+        return frozenset()
+    for space in spaces:
+        for name in dir(space):
+            if name.startswith("_") and not name.startswith("__"):
+                value = getattr(space, name, None)
+                if isinstance(value, types.ModuleType) or not callable(value):
+                    names.add(name)
+    return frozenset(names)
+
+
+_MODULE_PRIVATE = _module_private()
 
 
 def main(argv: list[str] | None = None) -> int:

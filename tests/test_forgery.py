@@ -5,7 +5,7 @@ Learner code runs in the same process as the grader's probes, so it can reach th
 starts at import) and rewrite what they report; it can also call a banned built-in where the
 in-process recorder does not look. The hidden suites therefore earn points only with values
 computed on fresh inputs and compared in the grader, and judge the bans from the submitted
-source (``lumen/rules.py``) as well as from the recorder.
+source alone (``lumen/rules.py``): the recorder only explains.
 
 Each case is a known mistake plus a forgery. Graded on its stage, the forged submission must
 fail the tests the forgery targets and pass no test that the honest mistake fails: it gains
@@ -389,11 +389,15 @@ FLAGGED = {
     "open": ("open('/proc/self/mem', 'wb')", "onehot", "open"),
     "import *": ("from torch.nn.functional import *", "onehot",
                  "from torch.nn.functional import * (import *)"),
-    "__name__ rebound": ("__name__ = '__main__'", "onehot", "__name__ = ..."),
-    "TYPE_CHECKING rebound": ("TYPE_CHECKING = True", "onehot", "TYPE_CHECKING = ..."),
+    "__name__ rebound, so the __main__ block runs": (
+        "__name__ = '__main__'\nif __name__ == '__main__':\n    x = F.one_hot", "onehot",
+        "torch.nn.functional.one_hot"),
+    "TYPE_CHECKING rebound, so the block runs": (
+        "from typing import TYPE_CHECKING\nTYPE_CHECKING = True\nif TYPE_CHECKING:\n"
+        "    x = F.one_hot", "onehot", "torch.nn.functional.one_hot"),
     "__torch_function__": ("class T(torch.Tensor):\n    def __torch_function__(cls):\n"
                            "        pass", "onehot", "def __torch_function__"),
-    "an import outside the list": ("import numpy", "onehot", "import numpy"),
+    "an import outside the list": ("import json", "onehot", "import json"),
 }
 
 #: Code that must pass: dead code, your own objects, torch as the exercises use it.
@@ -407,8 +411,8 @@ CLEAN = {
                             "    return 'import gc'",
     "your own modules": "from . import embeddings\nx = embeddings.Embedding\n"
                         "from .embeddings import Embedding",
-    "your own attributes": "class A:\n    def f(self, m):\n"
-                           "        return self.embedding, m._parameters['weight']",
+    "your own attributes": "class A:\n    def f(self, m):\n        self._rows = m\n"
+                           "        return self.weight, self._rows, A.one_hot",
     "torch as usual": "x = nn.init.normal_(torch.empty(2), 0.0, 0.02)\n"
                       "y = F.scaled_dot_product_attention\nz = torch.autograd.Function",
     "getattr and setattr with a constant name": "class A:\n    def f(self, m, w):\n"

@@ -111,9 +111,10 @@ def _profiler_config():
 def record_calls() -> Iterator[Record]:
     """Record the torch functions (this thread) and ATen operators (every thread) that run.
 
-    Learner code in this process could switch either watch off; that is why the grader also
-    reads the submitted source (lumen/rules.py) and why a clean record earns nothing by itself:
-    it only names a banned built-in that the source check could not see.
+    Learner code in this process could switch either watch off or fill the record with
+    anything, so the record decides nothing: the bans are judged from the submitted source in
+    the grader (lumen/rules.py, autograder/suites/bans.py), and the record only adds to the
+    message of a test that the source already fails.
     """
     from torch.autograd import _disable_profiler, _enable_profiler, _prepare_profiler
 

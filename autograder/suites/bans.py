@@ -1,24 +1,25 @@
 """The "written by hand" tests: a stage's banned built-in, judged outside the learner's reach.
 
-Two witnesses, and the verdict takes the stricter:
+The verdict comes from **the source** alone, read here in the grader with ``lumen/rules.py``
+(the checker the learners' visible tests run too, as ``exercises/rules.py``): a banned name
+in live code fails the test with the stage's lesson; any construct that could call a built-in
+without naming it (``eval``, ``gc``, ``torch._C``, a computed ``getattr``, ...) fails it naming
+the line and the rule. Learner code cannot touch this check: it never runs in this process.
 
-1. **The source**, read here in the grader with ``lumen/rules.py`` (the checker the learners'
-   visible tests run too, as ``exercises/rules.py``): a banned name in live code, or any
-   construct that could switch off or fool the in-process recorder or rewrite a reply
-   (``eval``, ``gc``, threads, ``torch._C``, a computed ``getattr``, ...), fails the test, and
-   the message names the line and the rule. Learner code cannot touch this check: it never
-   runs in this process.
-2. **The recorder** in the learner's process (``record_calls`` in sandboxed/probes.py): the
-   torch functions and ATen operators that ran, in every thread. It can only add a finding
-   (a banned operator reached through code the source check cannot follow, such as a library
-   that calls it), never clear one: learner code could have silenced it.
+**The recorder** in the learner's process (``record_calls`` in sandboxed/probes.py: the torch
+functions and ATen operators that ran, in every thread) only explains: learner code could
+silence it or fill it with anything, so it never decides a point. When the source already
+fails the test, it says whether the built-in also ran.
 
-Only these tests depend on either witness; every other test earns its points from values.
+Each test names what it needs (``Check``): the ban it enforces, the rules it applies and the
+files it reads; only these two tests depend on the rules, every other test earns its points
+from values.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from autograder.suites.feedback import Mistake
 from lumen import rules
@@ -26,23 +27,50 @@ from lumen import rules
 RULES = "the rules at the top of embeddings.py (and exercises/rules.py, which checks them)"
 
 
-def judge(files: Mapping[str, str], stage: str, reply: Mapping, lesson: str) -> None:
-    """Fail with ``lesson`` (the stage's teaching message) when the submitted ``files`` or the
-    recorded calls in ``reply`` show the stage's banned built-in; fail naming the line when the
-    files hold a refused construct; else pass."""
-    findings = rules.check(files, stage)
-    banned = [f for f in findings if f.banned]
-    refused = [f for f in findings if not f.banned]
-    recorded = rules.banned_calls(reply.get("calls") or (), stage)
-    if banned or recorded:
-        seen = [str(f) for f in banned[:3]]
-        if recorded and not banned:
-            seen.append(f"recorded while your code ran: {', '.join(recorded)}")
+@dataclass(frozen=True)
+class Check:
+    """What one "written by hand" test needs from the learner's source."""
+
+    test: str  # the hidden test's name
+    ban: str  # the stage whose ban it enforces (rules.BANS)
+    # The rules it applies: the ban's own names and the modules that call it for you
+    # ("banned"), and every way to call a built-in without naming it (rules.EVASIONS).
+    kinds: tuple[str, ...]
+    # The files it reads: every file that runs in the process that runs the stage's code.
+    # The worker imports all three into every stage's process, so code in params.py could
+    # hand a built-in to embeddings.py (``torch.Tensor.rows = <F.embedding, unnamed>``).
+    files: tuple[str, ...]
+
+
+EMBEDDING = Check("test_no_builtin_embedding", "embedding", ("banned", *rules.EVASIONS),
+                  rules.FILES)
+ONEHOT = Check("test_one_hot_written_by_hand", "onehot", ("banned", *rules.EVASIONS),
+               rules.FILES)
+CHECKS = {check.test: check for check in (EMBEDDING, ONEHOT)}
+
+
+def findings(files: Mapping[str, str], check: Check) -> list[rules.Finding]:
+    """What ``check`` finds in the submitted ``files``: the verdict, from the source alone."""
+    return [f for f in rules.check(files, check.ban, among=check.files) if f.kind in check.kinds]
+
+
+def judge(files: Mapping[str, str], check: Check, reply: Mapping, lesson: str) -> None:
+    """Fail with ``lesson`` (the stage's teaching message) when the submitted ``files`` show
+    the banned built-in; fail naming the line when they hold a way around the ban; else pass.
+    ``reply``'s recorded calls (from the learner's process) only add to a failing message."""
+    found = findings(files, check)
+    banned = [f for f in found if f.banned]
+    refused = [f for f in found if not f.banned]
+    if banned:
         also = f"; also refused: {refused[0]}" if refused else ""
-        raise Mistake(f"{lesson} (found: {'; '.join(seen)}{also})")
+        raise Mistake(f"{lesson} (found: {'; '.join(str(f) for f in banned[:3])}{also})")
     if refused:
+        calls = reply.get("calls")
+        ran = rules.banned_calls(calls if isinstance(calls, list) else (), check.ban)
+        seen = (f" (and {', '.join(ran)} ran while your code ran)" if ran else "")
         raise Mistake(
-            "the result is right, but the grader refuses code in your files that could hide "
-            f"what your code calls from it: {rules.explain(refused, limit=3)}. Remove it (see "
-            f"{RULES}): only this test depends on it"
+            "the result is right, but the grader refuses code in your files that could call "
+            f"{rules.BANS[check.ban].what} without naming it{seen}: "
+            f"{rules.explain(refused, limit=3)}. Remove it (see {RULES}): only the \"written "
+            "by hand\" tests depend on it"
         )

@@ -9,8 +9,8 @@ what was expected and the likely mistake, in the chapter's words.
 Every point is earned by values the learner's code computes on fresh inputs; what its process
 reports about itself (the weight's type, the recorded calls, whether an input was changed in
 place) only picks the message or takes a point away. The one exception is the built-in ban,
-judged from the submitted source as well (``autograder/suites/bans.py``), outside the learner's
-reach. The meta-device pass (no GPU) only ever takes points away, and never from correct code:
+judged from the submitted source (``autograder/suites/bans.py``), outside the learner's reach.
+The meta-device pass (no GPU) only ever takes points away, and never from correct code:
 its tensors keep their values behind them (tests/test_meta_pass.py).
 """
 
@@ -350,11 +350,11 @@ def test_scale_is_applied_once(learner, seed, gen):
 def test_no_builtin_embedding(learner, seed, gen, grading):
     """the lookup is written by hand: no nn.Embedding, no F.embedding
 
-    Passes only when (1) forward returns weight[ids] on fresh inputs, (2) the submitted files,
-    read here with lumen/rules.py, use none of torch's embedding built-ins in live code and none
-    of the refused constructs that could hide a call from the grader, and (3) the recorder in
-    the learner's process saw no embedding operator run, in any thread. (2) is out of the
-    learner's reach; (3) can only add a finding, never earn the point (``autograder/bans.py``).
+    Passes only when (1) forward returns weight[ids] on fresh inputs and (2) the submitted
+    files, all three (they all run in this stage's process), read here with lumen/rules.py,
+    use none of torch's embedding built-ins in live code and none of the constructs that could
+    call one without naming it (``bans.EMBEDDING``). (2) is out of the learner's reach; the
+    recorder in the learner's process only explains a failure (``autograder/suites/bans.py``).
     """
     V, d = 8, 3
     weight = torch.randn(V, d, generator=gen)
@@ -367,6 +367,6 @@ def test_no_builtin_embedding(learner, seed, gen, grading):
     if not isinstance(out, torch.Tensor) or not torch.equal(out, _reference(weight, ids)):
         raise Mistake(f"{what} does not return weight[ids] yet (see the lookup check), so "
                       "there is no lookup to judge here")
-    bans.judge(grading.files, STAGE, result,
+    bans.judge(grading.files, bans.EMBEDDING, result,
                "your Embedding uses PyTorch's own embedding: the point of the stage is that the "
                "layer is just a matrix and forward is weight[ids]; write that lookup yourself")

@@ -11,7 +11,7 @@ so that it judges the ban alone.
 
 Every point is earned by the values (and the dtype, device and shape) the learner's code
 returns on fresh ids; the one exception is the F.one_hot ban, judged from the submitted source
-as well (``autograder/bans.py``), outside the learner's reach.
+(``autograder/suites/bans.py``), outside the learner's reach.
 """
 
 from __future__ import annotations
@@ -155,12 +155,13 @@ def test_num_classes_is_given(learner, seed, gen):
 def test_one_hot_written_by_hand(learner, seed, gen, grading):
     """one_hot builds the vectors itself: no F.one_hot
 
-    Passes only when (1) one_hot gives the right vectors on fresh ids, (2) the submitted files,
-    read here with lumen/rules.py, name F.one_hot nowhere in live code and hold none of the
-    refused constructs that could hide a call from the grader, and (3) the recorder in the
-    learner's process saw no one_hot operator run, in any thread. (2) is out of the learner's
-    reach; (3) can only add a finding, never earn the point (``autograder/bans.py``). The ids
-    hold every class once, so that only the ban is judged here.
+    Passes only when (1) one_hot gives the right vectors on fresh ids and (2) the submitted
+    files, all three (they all run in this stage's process), read here with lumen/rules.py,
+    name F.one_hot nowhere in live code, use no module that calls it for you
+    (torch.distributions) and hold none of the constructs that could call it without naming it
+    (``bans.ONEHOT``). (2) is out of the learner's reach; the recorder in the learner's process
+    only explains a failure (``autograder/suites/bans.py``). The ids hold every class once, so
+    that only the ban is judged here.
     """
     V = 10
     ids = torch.randperm(V, generator=gen).reshape(2, 5)
@@ -169,7 +170,7 @@ def test_one_hot_written_by_hand(learner, seed, gen, grading):
     if tuple(out.shape) != (2, 5, V) or not torch.equal(out.double(), ref.one_hot(ids, V).double()):
         raise Mistake(f"{what} does not give the one-hot vectors yet (see the first check), so "
                       "there is nothing to judge here")
-    bans.judge(grading.files, STAGE, result,
+    bans.judge(grading.files, bans.ONEHOT, result,
                f"{what} calls PyTorch's F.one_hot: the point of the stage is to build the "
                "vectors yourself, a row of zeros with a 1 at the id (torch.zeros plus "
                "scatter_, or a comparison with torch.arange(num_classes))")
