@@ -32,6 +32,7 @@ given code loses the owning stage's points with a message that says so.
 from __future__ import annotations
 
 import ast
+import functools
 import types
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -74,26 +75,74 @@ def _put(holder: object, name: str, value: object) -> None:
 class Pins:
     """Every change made to the learner's modules and classes (and torch's), in order."""
 
+    #: How many ``undone`` blocks are open: while one is, nothing is made again.
+    suspended = 0
+
     def __init__(self) -> None:
         self.changes: list[_Change] = []
+        self.others: list[Pins] = []  # made again with these (the scaffolds' changes)
+        #: classes that may gain no attribute shadowing their bases': (class, its names, bases)
+        self.watched: list[tuple[type, frozenset[str], tuple[type, ...]]] = []
+
+    def watch(self, cls: type, bases: tuple[type, ...]) -> None:
+        self.watched.append((cls, frozenset(vars(cls)), bases))
 
     def set(self, holder: object, name: str, value: object) -> None:
         self.changes.append(_Change(holder, name, _own(holder, name), value))
         _put(holder, name, value)
 
+    def reapply(self) -> None:
+        """Make every change again where code has since undone it (``GPT2.forward = ...`` in
+        a learner's method): run after each call of the learner's own functions and before
+        each probe, so that what they change on a class lasts no longer than their call.
+        Cheap when nothing was undone."""
+        if Pins.suspended:
+            return
+        for pins in (self, *self.others):
+            for c in pins.changes:
+                if vars(c.holder).get(c.name, MISSING) is not c.new:
+                    _put(c.holder, c.name, c.new)
+        for cls, names, bases in self.watched:  # a name added since, over one of nn.Module's
+            if vars(cls).keys() != names:
+                for name in set(vars(cls)) - names - DATA:
+                    if _lookup(bases, name) is not MISSING:
+                        _put(cls, name, MISSING)
+
     @contextmanager
-    def undone(self, keep: Iterable[_Change] = ()) -> Iterator[None]:
-        """The learner's code as they wrote it for the length of the block, then pinned again.
-        ``keep``: changes that stay made meanwhile."""
-        kept = {id(c) for c in keep}
-        changes = [c for c in self.changes if id(c) not in kept]
-        for c in reversed(changes):
+    def undone(self) -> Iterator[None]:
+        """The learner's code as they wrote it for the length of the block, then pinned
+        again."""
+        Pins.suspended += 1
+        for c in reversed(self.changes):
             _put(c.holder, c.name, c.old)
         try:
             yield
         finally:
-            for c in changes:
+            for c in self.changes:
                 _put(c.holder, c.name, c.new)
+            Pins.suspended -= 1
+
+
+def repinning(value: object, pins: Pins) -> object:
+    """An owned function (method, property) that makes ``pins`` again once it returns: what
+    the learner's code changes of given code, on a class or a module, is undone as soon as
+    their call is over, before any given code runs."""
+    if isinstance(value, property):
+        return property(*(None if f is None else repinning(f, pins)
+                          for f in (value.fget, value.fset, value.fdel)), value.__doc__)
+    if isinstance(value, staticmethod | classmethod):
+        return type(value)(repinning(value.__func__, pins))
+    if not callable(value) or isinstance(value, type):
+        return value
+
+    @functools.wraps(value)
+    def owned(*args: object, **kwargs: object) -> object:
+        try:
+            return value(*args, **kwargs)
+        finally:
+            pins.reapply()
+
+    return owned
 
 
 class Fixed:
@@ -156,6 +205,11 @@ def _super_anchor(learner: type, stub: type) -> type:
     return learner
 
 
+def lookup(cls: type, name: str) -> object:
+    """``cls.name`` as its MRO holds it (a descriptor itself, not what it gives), or MISSING."""
+    return _lookup(cls.__mro__, name)
+
+
 def _lookup(classes: Iterable[type], name: str) -> object:
     for cls in classes:
         if name in vars(cls):
@@ -188,6 +242,7 @@ def _pin_class(learner: type, stub: type, owned: set[str], qualname: str, pins: 
             continue
         pins.set(learner, name, _fixed(rebind_super(value, anchor), f"{qualname}.{name}"))
     unshadow(learner, stub.__mro__[1:], set(vars(stub)) | owned, pins)
+    pins.watch(learner, stub.__mro__[1:])
     if type(learner) is not type(stub):  # a metaclass of theirs: its __call__ is type's
         unshadow(type(learner), type(stub).__mro__, set(), pins)
 
@@ -232,10 +287,12 @@ def pin(target: types.ModuleType, stub: types.ModuleType, source: str, owned: li
 
 
 def _guard_class(cls: type, pins: Pins) -> None:
+    """Each method of ``cls`` made Fixed (a dunder kept as it is, but recorded, so that
+    ``reapply`` puts it back), and ``cls`` watched for new names over its bases'."""
     for name, value in list(vars(cls).items()):
-        fixed = _fixed(value, f"{cls.__qualname__}.{name}")
-        if fixed is not value:
-            pins.set(cls, name, fixed)
+        if isinstance(value, types.FunctionType):
+            pins.set(cls, name, _fixed(value, f"{cls.__qualname__}.{name}"))
+    pins.watch(cls, cls.__mro__[1:])
 
 
 def _subclasses(cls: type) -> Iterator[type]:

@@ -155,6 +155,8 @@ class Shipped:
 
     def __init__(self, pinned: given_code.Pins, scaffolded: dict[str, given_code.Pins]) -> None:
         self.pinned, self.scaffolded = pinned, scaffolded
+        pinned.others = list(scaffolded.values())
+        self.reapply = pinned.reapply  # before each probe (stage_process)
 
     @contextlib.contextmanager
     def __call__(self, keys: tuple[str, ...] = ()) -> Iterator[None]:
@@ -180,6 +182,7 @@ def load(submission: str, request: dict) -> tuple[dict, dict]:
     modules, errors = {}, {}
     stubs: dict[str, types.ModuleType] = {}
     pinned, scaffolded = given_code.Pins(), {}
+    given_code.guard_torch(pinned)  # first: what the learner's classes inherit is guarded
 
     def given(name: str) -> types.ModuleType:
         if name not in stubs:
@@ -206,14 +209,31 @@ def load(submission: str, request: dict) -> tuple[dict, dict]:
                 setattr(module, top, _absent(name, top))
             given_code.pin(module, _stub(name, request), request["given"][name],
                            [*owned, *foreign], absent | removed, pinned)
+            _repinning(module, owned, absent, pinned)
         except BaseException as exc:  # noqa: BLE001 - SystemExit at import is a finding too
             errors[name] = _error(exc, (os.path.abspath(path),))
             module = given(name)  # what the other stages build on still works
             sys.modules[full] = module
         modules[name] = module
-    given_code.guard_torch(pinned)
     modules["shipped"] = Shipped(pinned, scaffolded)
     return modules, errors
+
+
+def _repinning(module: types.ModuleType, owned: list[str], absent: set[str],
+               pinned: given_code.Pins) -> None:
+    """Each function of ``module`` that the graded stage owns, made to pin the given code
+    again once it returns (``given.repinning``), on the learner's own class."""
+    for qualname in owned:
+        if qualname.split(".")[0] in absent:
+            continue
+        try:
+            holder, name = _resolve(module, qualname)
+        except AttributeError:
+            continue
+        value = given_code.lookup(holder, name) if isinstance(holder, type) \
+            else vars(holder).get(name, given_code.MISSING)
+        if value is not given_code.MISSING:
+            pinned.set(holder, name, given_code.repinning(value, pinned))
 
 
 def _capture_output(directory: str) -> int:
@@ -298,6 +318,7 @@ def stage_process(conn: socket.socket, scratch: str, isolated: bool) -> None:
     isolation.drop_privileges(limits.get("uid"))
     _hide_the_grader()
     modules, errors = load(folder, request)
+    repin = modules["shipped"].reapply
     learner_files = tuple(os.path.abspath(os.path.join(folder, f"{m}.py")) for m in MODULES)
     _flush()
     output, offset = _read_new(out_fd, 0)
@@ -308,6 +329,7 @@ def stage_process(conn: socket.socket, scratch: str, isolated: bool) -> None:
         except EOFError:
             return
         name, args, seed = message["probe"], message.get("args", {}), message.get("seed", 0)
+        repin()  # what an earlier probe's learner code changed of given code is undone
         torch.manual_seed(seed)
         started = time.perf_counter()
         try:
