@@ -213,6 +213,15 @@ def test_the_lookup_is_written_by_hand(embeddings, rules, your_files):
 def test_given_code_is_left_as_it_is(embeddings, nn_module_overrides):
     """Given code is the grader's ("Given code" at the top of embeddings.py): it runs its own
     copy, so your Embedding must not change what nn.Module does, and RowLookup is as given."""
+    layer = embeddings.Embedding(6, 3)
+    table = torch.randn(6, 3)
+    layer.load_state_dict({"weight": table})  # nn.Module's own methods, as the grader runs them
+    ids = torch.tensor([[5, 0], [2, 5]])
+    rows = layer.double()(ids)
+    assert rows.dtype == torch.float64 and torch.equal(rows, table.double()[ids]), (
+        "loaded with load_state_dict and converted with .double(), your layer does not look up "
+        "the loaded rows in float64: nn.Module's own methods must work on it as on any module"
+    )
     changed = nn_module_overrides(embeddings.Embedding)
     assert not changed, (
         f"your Embedding overrides {', '.join(changed)}, which nn.Module has: the grader "
