@@ -35,6 +35,7 @@ from solutions import release
 from tests.variants.build import make_submission
 
 SCAFFOLDS_FILE = Path(scaffolds.__file__)
+GIVEN_FILE = SCAFFOLDS_FILE.with_name("given.py")
 SUITES = release.ROOT / "autograder" / "suites"
 OWNED = [key for s in stages.STAGES for key in s.owns]
 
@@ -121,6 +122,20 @@ def test_scaffolds_import_only_torch_math_and_the_standard_library():
     imported |= {node.module.split(".")[0] for node in ast.walk(tree)
                  if isinstance(node, ast.ImportFrom) and node.module}
     assert imported <= {"__future__", "collections", "math", "torch"}, imported
+
+
+def test_the_given_code_pinning_imports_only_torch_and_the_standard_library():
+    """sandboxed/given.py, which puts the stub's given code into the learner's classes, ships
+    into the sandbox next to the scaffolds: it never imports lumen or the grader either."""
+    tree = ast.parse(GIVEN_FILE.read_text(encoding="utf-8"))
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom) and node.module}
+    assert imported <= {"__future__", "ast", "collections", "contextlib", "dataclasses",
+                        "functools", "types", "torch"}, imported
+    leaks = _leaks(GIVEN_FILE.read_text(encoding="utf-8"))
+    assert not leaks, "solution lines in given.py:\n" + "\n".join(leaks)
 
 
 def test_no_scaffold_uses_zero_argument_super():
