@@ -56,7 +56,7 @@ VISIBLE: dict[str, tuple[str, ...]] = {
     "test_scale_is_applied_once": ("test_forward_returns_its_rows_through_scale_output",),
     "test_no_builtin_embedding": ("test_the_lookup_is_written_by_hand",),
     "test_layer_as_you_wrote_it": ("test_given_code_is_left_as_it_is",
-                                   "test_weight_is_a_registered_v_by_d_parameter"),
+                                   "test_forward_is_the_row_lookup", "test_ids_of_any_shape"),
 }
 
 
@@ -372,7 +372,7 @@ def test_no_builtin_embedding(learner, seed, gen, grading):
 # nn.Module's (load_state_dict, to, double, __call__, ...) is replaced there by nn.Module's.
 # This test also runs the learner's layer as they wrote it: if one of the two gives the lookup
 # and the other does not, given code was changed. It holds one of
-# test_weight_is_a_parameter's points and fails whenever that test does (it runs it), so a
+# test_lookup_every_shape's points and fails whenever that test does (it runs it), so a
 # learner who left the given code as it is scores exactly as before.
 
 
@@ -389,13 +389,13 @@ def _lookup_right(run: object, W: torch.Tensor, ids: torch.Tensor, grad: torch.T
         got, summed, rtol=1e-12)
 
 
-def test_layer_as_you_wrote_it(learner, seed, gen):
+def test_layer_as_you_wrote_it(learner, seed, gen, devices):
     """your Embedding as you wrote it loads, converts and looks up as nn.Module does: the given
     code, and nn.Module's own methods, are left as they are
 
     Earned by values: loaded with load_state_dict, converted with .double(), the layer's rows
     and gradient are W[ids] and their sum per row, both with the grader's given code and with
-    the learner's; then test_weight_is_a_parameter's requirement, on fresh inputs."""
+    the learner's; then test_lookup_every_shape's requirement, on fresh inputs."""
     V, d = 14, 5
     W = torch.randn(V, d, generator=gen)
     ids = torch.randint(0, V, (3, 4), generator=gen)
@@ -421,4 +421,4 @@ def test_layer_as_you_wrote_it(learner, seed, gen):
             "or changed given code), which the grader replaces by its own: put the lookup in "
             "__init__ and forward themselves"
         )
-    test_weight_is_a_parameter(learner, seed, gen)
+    test_lookup_every_shape(learner, seed, gen, devices)
