@@ -225,7 +225,7 @@ def test_a_class_the_learner_removed_is_taken_from_the_stub(grader, tmp_path):
                 return self.scale_output(self.weight[ids.long()])
         ''',
     })
-    assert "RowLookup" not in (folder / "embeddings.py").read_text(encoding="utf-8")
+    assert "class RowLookup" not in (folder / "embeddings.py").read_text(encoding="utf-8")
     result = grader.grade(folder)
     failures = [f"{s.name}: {r.name}: {r.message}" for s in result.stages
                 for r, _, _ in s.tests if not r.passed]
