@@ -26,6 +26,20 @@ What every function here promises, beyond its own docstring (the grader checks e
   this on the meta device, with the values kept behind it, so reading values there (a range
   check) is fine.
 
+Given code: everything outside YOUR CODE HERE is given, and the grader's. That is the given
+lines of ``Embedding.__init__`` (the checks, the attributes and its last line,
+``self.reset_parameters()``), ``extra_repr``, ``RowLookup``, ``_row_index``, and in the other
+two files all but the functions the stages own (lumen/stages.py lists them). The grader runs
+the stub's own copy of it, whatever your file holds, so leave it as it is: a stage's work done
+in given code (a tie in ``GPT2.forward``) is lost there. Helpers of your own are fine (new
+functions, methods, base classes, mixins), but a method of yours that overrides one of
+nn.Module's (``to``, ``double``, ``load_state_dict``, ``state_dict``, ``parameters``,
+``__call__``, ``__setattr__``, ``__getattr__``, ...) is replaced by nn.Module's own, and no
+object's given or nn.Module method can be replaced (``self.forward = ...`` raises). Your classes
+are also run as you wrote them: an Embedding must hold what its reset_parameters drew, a GPT2
+what its init_weights drew and be tied by tie_weights alone; changed given code loses the
+points of the stage it affects, with a message that says so.
+
 Rules: the grader reads your source. Two stages ask you to write by hand what PyTorch already
 has, so their built-ins are banned anywhere in your three files (embeddings.py, params.py,
 gpt2.py), helpers included, and so are the torch modules that call them for you: stage

@@ -4,7 +4,8 @@ Module names follow GPT-2's checkpoints (``blocks[i].attn.c_attn`` and so on), s
 maps onto GPT-2's and graders can find the residual projections. Shapes: B batch, T tokens,
 d model width, V vocabulary.
 
-The grader reads this file too: the rules at the top of embeddings.py apply to it.
+The grader reads this file too: the rules at the top of embeddings.py apply to it, and so does
+what it says of given code: everything here but the functions the stages own is the grader's.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ The embedding table grows with V x d, the blocks with N x d^2, so the table is a
 of a small model and a small share of a large one. ``python -m exercises.params gpt2 --untied``
 shows the split as a table (once stage 'params' is written).
 
-The grader reads this file too: the rules at the top of embeddings.py apply to it.
+The grader reads this file too: the rules at the top of embeddings.py apply to it, and so does
+what it says of given code: everything here but the functions the stages own is the grader's.
 """
 
 from __future__ import annotations

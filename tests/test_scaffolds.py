@@ -35,6 +35,7 @@ from solutions import release
 from tests.variants.build import make_submission
 
 SCAFFOLDS_FILE = Path(scaffolds.__file__)
+GIVEN_FILE = SCAFFOLDS_FILE.with_name("given.py")
 SUITES = release.ROOT / "autograder" / "suites"
 OWNED = [key for s in stages.STAGES for key in s.owns]
 
@@ -121,6 +122,20 @@ def test_scaffolds_import_only_torch_math_and_the_standard_library():
     imported |= {node.module.split(".")[0] for node in ast.walk(tree)
                  if isinstance(node, ast.ImportFrom) and node.module}
     assert imported <= {"__future__", "collections", "math", "torch"}, imported
+
+
+def test_the_given_code_pinning_imports_only_torch_and_the_standard_library():
+    """sandboxed/given.py, which puts the stub's given code into the learner's classes, ships
+    into the sandbox next to the scaffolds: it never imports lumen or the grader either."""
+    tree = ast.parse(GIVEN_FILE.read_text(encoding="utf-8"))
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom) and node.module}
+    assert imported <= {"__future__", "ast", "collections", "contextlib", "dataclasses",
+                        "functools", "types", "torch"}, imported
+    leaks = _leaks(GIVEN_FILE.read_text(encoding="utf-8"))
+    assert not leaks, "solution lines in given.py:\n" + "\n".join(leaks)
 
 
 def test_no_scaffold_uses_zero_argument_super():
@@ -210,7 +225,7 @@ def test_a_class_the_learner_removed_is_taken_from_the_stub(grader, tmp_path):
                 return self.scale_output(self.weight[ids.long()])
         ''',
     })
-    assert "RowLookup" not in (folder / "embeddings.py").read_text(encoding="utf-8")
+    assert "class RowLookup" not in (folder / "embeddings.py").read_text(encoding="utf-8")
     result = grader.grade(folder)
     failures = [f"{s.name}: {r.name}: {r.message}" for s in result.stages
                 for r, _, _ in s.tests if not r.passed]

@@ -723,3 +723,146 @@ def gpt2_init(m, config, ids, dtype=None):
     with torch.no_grad():
         logits = _attempt(lambda: model(ids))
     return {"state": _snapshot(model), "logits": logits}
+
+
+# --- given code, as the learner wrote it (worker.Shipped, given.py) --------------------------
+# In a stage process given code is the grader's own copy (given.py), so these probes run the
+# learner's classes twice: pinned, as every other probe does, and as shipped, with the given
+# code and nn.Module overrides of the learner's own file (``m["shipped"]``). The suites compare
+# both with lumen: right when pinned but wrong as shipped means the given code was changed.
+
+
+def _own_dict(obj: object) -> dict:
+    """An object's own attributes, past any __getattr__ or property its class defines."""
+    return object.__getattribute__(obj, "__dict__")
+
+
+def _true_weight(layer: object) -> object:
+    """The tensor a layer holds as ``weight`` (a Parameter, a buffer or a plain attribute),
+    read from the layer's own dictionaries rather than through its attribute lookup."""
+    own = _own_dict(layer)
+    for table in (own.get("_parameters") or {}, own.get("_buffers") or {}, own):
+        if isinstance(table.get("weight"), torch.Tensor):
+            return table["weight"]
+    return None
+
+
+def _true_state(module: object, prefix: str = "") -> dict:
+    """Every parameter of ``module`` and its submodules by name, read from their own
+    dictionaries (a class's named_parameters or state_dict cannot change it)."""
+    own = _own_dict(module)
+    state = {f"{prefix}{name}": p.detach().clone()
+             for name, p in (own.get("_parameters") or {}).items() if p is not None}
+    for name, child in (own.get("_modules") or {}).items():
+        if child is not None:
+            state.update(_true_state(child, f"{prefix}{name}."))
+    return state
+
+
+@contextmanager
+def _recording(cls: type, name: str, after: Callable[[object], object]) -> Iterator[list]:
+    """``cls.name`` (a method) wrapped for the length of the block: each call appends
+    ``after(self)`` once the learner's method has returned."""
+    own = vars(cls).get(name, _NOTHING)
+    method = getattr(cls, name)
+    calls: list = []
+
+    def recorded(self, *args, **kwargs):
+        result = method(self, *args, **kwargs)
+        calls.append(after(self))
+        return result
+
+    type.__setattr__(cls, name, recorded)
+    try:
+        yield calls
+    finally:
+        if own is _NOTHING:
+            type.__delattr__(cls, name)
+        else:
+            type.__setattr__(cls, name, own)
+
+
+_NOTHING = object()
+
+
+def _constructed(build: Callable[[], object], cls: type, method: str,
+                 read: Callable[[object], object]) -> dict:
+    """``build()`` with ``cls.method`` recorded: how often the constructor called it, what
+    ``read`` saw after its last call, and what ``read`` sees once the constructor is done."""
+    with _recording(cls, method, read) as calls:
+        built = _attempt(build)
+    if isinstance(built, dict) and "error" in built:
+        return {"built": built, "calls": len(calls)}
+    return {"built": None, "calls": len(calls), "recorded": calls[-1] if calls else None,
+            "final": read(built)}
+
+
+def _clone(t: object) -> object:
+    return t.detach().clone() if isinstance(t, torch.Tensor) else None
+
+
+@probe
+def embedding_as_shipped(m, vocab_size, d_model, std):
+    """The learner's Embedding as they wrote it (their __init__, given lines included, with
+    their reset_parameters, whatever the stage's scaffolds): the weight it holds once built,
+    and the weight as their reset_parameters left it, at its last call during construction."""
+    with m["shipped"](("embeddings:Embedding.__init__",)):
+        cls = m["embeddings"].Embedding
+        return _constructed(lambda: cls(vocab_size, d_model, std=std), cls,
+                            "reset_parameters", lambda layer: _clone(_true_weight(layer)))
+
+
+@probe
+def gpt2_as_shipped(m, config):
+    """The learner's GPT2 as they wrote it: every parameter once built, and as their
+    init_weights left it at its last call during construction."""
+    with m["shipped"]():
+        cls = m["gpt2"].GPT2
+        return _constructed(lambda: cls(m["gpt2"].GPT2Config(**config)), cls, "init_weights",
+                            _true_state)
+
+
+def _perturbed_logits(m, config, state, ids, delta) -> dict:
+    """Build, convert with .to(torch.float64), load ``state`` (strict=False), add ``delta`` to
+    wte.weight in place: the logits."""
+    model = m["gpt2"].GPT2(m["gpt2"].GPT2Config(**config)).to(torch.float64)
+    model.load_state_dict(state, strict=False)
+    model.eval()
+    with torch.no_grad():
+        model.wte.weight.add_(delta.to(torch.float64))
+        return model(ids).detach()
+
+
+@probe
+def gpt2_tie_as_shipped(m, config, state, ids, delta):
+    """The logits after ``delta`` is added to wte.weight in place, of a GPT2 converted to
+    float64 holding ``state``: pinned (the given code the grader's) and as the learner wrote
+    it, from the same random state (so that where the two differ, only the code does)."""
+    start = torch.get_rng_state()
+    out = {"pinned": _attempt(lambda: _perturbed_logits(m, config, state, ids, delta))}
+    with m["shipped"]():
+        torch.set_rng_state(start)
+        out["shipped"] = _attempt(lambda: _perturbed_logits(m, config, state, ids, delta))
+    return out
+
+
+@probe
+def embedding_lookup_as_shipped(m, vocab_size, d_model, weight, ids, grad):
+    """An Embedding loaded with ``weight`` (load_state_dict), converted with .double(): its
+    rows on ``ids`` and the gradient of sum(rows * grad) in the Parameter registered as
+    "weight"; pinned and as the learner wrote it."""
+    def run() -> dict:
+        layer = m["embeddings"].Embedding(vocab_size, d_model)
+        layer.load_state_dict({"weight": weight})
+        layer = layer.double()
+        rows = layer(ids)
+        (rows * grad.to(rows.dtype)).sum().backward()
+        registered = (_own_dict(layer).get("_parameters") or {}).get("weight")
+        return {"rows": rows.detach(), "grad": None if registered is None else registered.grad}
+
+    start = torch.get_rng_state()
+    out = {"pinned": _attempt(run)}
+    with m["shipped"]():
+        torch.set_rng_state(start)
+        out["shipped"] = _attempt(run)
+    return out

@@ -14,6 +14,7 @@ fresh one.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import os
 import select
@@ -24,12 +25,13 @@ import sys
 import time
 import traceback
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
+import given as given_code  # noqa: E402
 import isolation  # noqa: E402
 import probes  # noqa: E402
 import protocol  # noqa: E402
@@ -76,7 +78,8 @@ def _resolve(module: types.ModuleType, qualname: str) -> tuple[object, str]:
 
 
 def _transplant(target: types.ModuleType, module: str, foreign: list[str],
-                given: Callable[[], types.ModuleType]) -> None:
+                given: Callable[[], types.ModuleType],
+                record: dict[str, given_code.Pins] | None = None) -> None:
     """Put into ``target`` the scaffold of each function in ``foreign`` (qualnames of
     ``module`` that other stages own), in place of the learner's.
 
@@ -84,6 +87,8 @@ def _transplant(target: types.ModuleType, module: str, foreign: list[str],
     method the learner inherits from a base of their own is shadowed there, and nothing of
     the learner's is called by a scaffold. Properties and staticmethods move as they are. When
     the learner removed the class, ``given()``'s (the stub's, already scaffolded) stands in.
+    ``record`` gets "module:qualname" -> the change, which a probe may undo to run the
+    learner's own function again (``Shipped``).
     """
     for qualname in foreign:
         value = scaffolds.SCAFFOLDS[f"{module}:{qualname}"]
@@ -94,23 +99,13 @@ def _transplant(target: types.ModuleType, module: str, foreign: list[str],
             setattr(target, top, getattr(given(), top))
             continue
         if isinstance(holder, type):
-            value = _rebind_super(value, holder)
-        setattr(holder, name, value)
-
-
-def _rebind_super(value: object, cls: type) -> object:
-    """A function moved into the learner's class, with any zero-argument super() pointed at
-    that class (super() reads the function's ``__class__`` cell). The scaffolds use none
-    (they call nn.Module.__init__ directly, since a learner's base may take other arguments),
-    so this only keeps a future scaffold from reaching the wrong class."""
-    if not isinstance(value, types.FunctionType) or "__class__" not in value.__code__.co_freevars:
-        return value
-    cells = tuple(
-        types.CellType(cls) if var == "__class__" else cell
-        for var, cell in zip(value.__code__.co_freevars, value.__closure__, strict=True)
-    )
-    return types.FunctionType(value.__code__, value.__globals__, value.__name__,
-                              value.__defaults__, cells)
+            # super() in a scaffold would reach the learner's own base: the scaffolds use none
+            # (they call nn.Module.__init__ directly), so this only keeps a future one right
+            value = given_code.rebind_super(value, holder)
+        change = given_code.Pins()
+        change.set(holder, name, value)
+        if record is not None:
+            record[f"{module}:{qualname}"] = change
 
 
 def _absent(module: str, name: str) -> type:
@@ -125,10 +120,9 @@ def _absent(module: str, name: str) -> type:
     return type(name, (), {"__new__": refuse, "__doc__": message})
 
 
-def _given(name: str, request: dict) -> types.ModuleType:
-    """The learner's stub of ``name``.py (``request["given"]``, no solution in it) as a module
-    of the submission's package, with the scaffolds of every other stage in it: what the other
-    stages build on when the learner's own file cannot be used."""
+def _stub(name: str, request: dict) -> types.ModuleType:
+    """The learner's stub of ``name``.py (``request["given"]``, no solution in it), compiled and
+    run here as a module of the submission's package: the grader's copy of the given code."""
     module = types.ModuleType(f"{PACKAGE}.{name}")
     module.__package__ = PACKAGE  # its relative imports reach the learner's other modules
     module.__file__ = f"<the stub of {name}.py>"
@@ -141,8 +135,37 @@ def _given(name: str, request: dict) -> types.ModuleType:
     finally:
         if previous is not None:
             sys.modules[module.__name__] = previous
+    return module
+
+
+def _given(name: str, request: dict) -> types.ModuleType:
+    """The stub of ``name``.py with the scaffolds of every other stage in it: what the other
+    stages build on when the learner's own file cannot be used."""
+    module = _stub(name, request)
     _transplant(module, name, request["foreign"].get(name, []), lambda: module)
     return module
+
+
+class Shipped:
+    """The learner's code as they wrote it, for a probe that checks it (``given.py``).
+
+    In a stage process given code is the grader's and scaffolds stand in for the other stages;
+    ``with modules["shipped"](keys):`` undoes the first, and the scaffolds of ``keys``
+    ("embeddings:Embedding.__init__"), for the length of the block."""
+
+    def __init__(self, pinned: given_code.Pins, scaffolded: dict[str, given_code.Pins]) -> None:
+        self.pinned, self.scaffolded = pinned, scaffolded
+        pinned.others = list(scaffolded.values())
+        self.reapply = pinned.reapply  # before each probe (stage_process)
+
+    @contextlib.contextmanager
+    def __call__(self, keys: tuple[str, ...] = ()) -> Iterator[None]:
+        with contextlib.ExitStack() as stack:
+            for key in keys:
+                if key in self.scaffolded:
+                    stack.enter_context(self.scaffolded[key].undone())
+            stack.enter_context(self.pinned.undone())
+            yield
 
 
 def load(submission: str, request: dict) -> tuple[dict, dict]:
@@ -150,12 +173,16 @@ def load(submission: str, request: dict) -> tuple[dict, dict]:
 
     ``request["owns"]`` and ``request["foreign"]`` map module name -> the qualnames the graded
     stage owns and those the other stages own. The latter are replaced by scaffolds
-    (scaffolds.py); the rest is the learner's. A module that fails to import is replaced by
-    ``request["given"]``'s stub with the scaffolds in it. No reference source is involved.
+    (scaffolds.py); the given code, everything no stage owns, by the stub's own
+    (``request["given"]``, given.py); the rest is the learner's. A module that fails to import
+    is replaced by the stub with the scaffolds in it. No reference source is involved.
+    ``modules["shipped"]``: the ``Shipped`` that runs the learner's code as they wrote it.
     """
     _package(PACKAGE, [submission])
     modules, errors = {}, {}
     stubs: dict[str, types.ModuleType] = {}
+    pinned, scaffolded = given_code.Pins(), {}
+    given_code.guard_torch(pinned)  # first: what the learner's classes inherit is guarded
 
     def given(name: str) -> types.ModuleType:
         if name not in stubs:
@@ -166,6 +193,7 @@ def load(submission: str, request: dict) -> tuple[dict, dict]:
         path = os.path.join(submission, f"{name}.py")
         full = f"{PACKAGE}.{name}"
         foreign = request["foreign"].get(name, [])
+        owned = request["owns"].get(name, [])
         try:
             if not os.path.isfile(path):
                 raise FileNotFoundError(f"{name}.py is missing from the submission")
@@ -173,17 +201,39 @@ def load(submission: str, request: dict) -> tuple[dict, dict]:
             module = importlib.util.module_from_spec(spec)
             sys.modules[full] = module
             spec.loader.exec_module(module)
-            owned = request["owns"].get(name, [])
-            absent = {q.split(".")[0] for q in owned} - set(vars(module))
-            _transplant(module, name, foreign, lambda name=name: given(name))
+            before = set(vars(module))
+            absent = {q.split(".")[0] for q in owned} - before
+            _transplant(module, name, foreign, lambda name=name: given(name), scaffolded)
+            removed = {q.split(".")[0] for q in foreign} - before  # the stub's class stands in
             for top in absent:
                 setattr(module, top, _absent(name, top))
+            given_code.pin(module, _stub(name, request), request["given"][name],
+                           [*owned, *foreign], absent | removed, pinned)
+            _repinning(module, owned, absent, pinned)
         except BaseException as exc:  # noqa: BLE001 - SystemExit at import is a finding too
             errors[name] = _error(exc, (os.path.abspath(path),))
             module = given(name)  # what the other stages build on still works
             sys.modules[full] = module
         modules[name] = module
+    modules["shipped"] = Shipped(pinned, scaffolded)
     return modules, errors
+
+
+def _repinning(module: types.ModuleType, owned: list[str], absent: set[str],
+               pinned: given_code.Pins) -> None:
+    """Each function of ``module`` that the graded stage owns, made to pin the given code
+    again once it returns (``given.repinning``), on the learner's own class."""
+    for qualname in owned:
+        if qualname.split(".")[0] in absent:
+            continue
+        try:
+            holder, name = _resolve(module, qualname)
+        except AttributeError:
+            continue
+        value = given_code.lookup(holder, name) if isinstance(holder, type) \
+            else vars(holder).get(name, given_code.MISSING)
+        if value is not given_code.MISSING:
+            pinned.set(holder, name, given_code.repinning(value, pinned))
 
 
 def _capture_output(directory: str) -> int:
@@ -268,6 +318,7 @@ def stage_process(conn: socket.socket, scratch: str, isolated: bool) -> None:
     isolation.drop_privileges(limits.get("uid"))
     _hide_the_grader()
     modules, errors = load(folder, request)
+    repin = modules["shipped"].reapply
     learner_files = tuple(os.path.abspath(os.path.join(folder, f"{m}.py")) for m in MODULES)
     _flush()
     output, offset = _read_new(out_fd, 0)
@@ -278,6 +329,7 @@ def stage_process(conn: socket.socket, scratch: str, isolated: bool) -> None:
         except EOFError:
             return
         name, args, seed = message["probe"], message.get("args", {}), message.get("seed", 0)
+        repin()  # what an earlier probe's learner code changed of given code is undone
         torch.manual_seed(seed)
         started = time.perf_counter()
         try:
@@ -309,7 +361,8 @@ def _flush() -> None:
 def _hide_the_grader() -> None:
     """Take the grader's modules out of reach by name: ``import probes``, ``sys.modules``
     and ``import __main__`` (this file) no longer lead to them."""
-    for name in ("probes", "protocol", "isolation", "scaffolds", "meta_device", "__main__"):
+    for name in ("probes", "protocol", "isolation", "scaffolds", "given", "meta_device",
+                 "__main__"):
         sys.modules.pop(name, None)
     sys.modules["__main__"] = types.ModuleType("__main__")
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != HERE]

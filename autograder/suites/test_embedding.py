@@ -60,6 +60,8 @@ VISIBLE: dict[str, tuple[str, ...]] = {
     "test_repeated_ids_accumulate_gradients": ("test_repeated_ids_add_up_their_gradients",),
     "test_scale_is_applied_once": ("test_forward_returns_its_rows_through_scale_output",),
     "test_no_builtin_embedding": ("test_the_lookup_is_written_by_hand",),
+    "test_layer_as_you_wrote_it": ("test_given_code_is_left_as_it_is",
+                                   "test_forward_is_the_row_lookup", "test_ids_of_any_shape"),
 }
 
 
@@ -370,3 +372,61 @@ def test_no_builtin_embedding(learner, seed, gen, grading):
     bans.judge(grading.files, bans.EMBEDDING, result,
                "your Embedding uses PyTorch's own embedding: the point of the stage is that the "
                "layer is just a matrix and forward is weight[ids]; write that lookup yourself")
+
+
+# --- given code, as the learner wrote it -----------------------------------------------------
+# Graded, every Embedding runs the grader's own copy of the given code and of nn.Module's
+# methods (sandboxed/given.py): a method of the learner's class that overrides one of
+# nn.Module's (load_state_dict, to, double, __call__, ...) is replaced there by nn.Module's.
+# This test also runs the learner's layer as they wrote it: if one of the two gives the lookup
+# and the other does not, given code was changed. It holds one of
+# test_lookup_every_shape's points and fails whenever that test does (it runs it), so a
+# learner who left the given code as it is scores exactly as before.
+
+
+def _lookup_right(run: object, W: torch.Tensor, ids: torch.Tensor, grad: torch.Tensor) -> bool:
+    if not isinstance(run, dict) or "error" in run:
+        return False
+    rows, got = run.get("rows"), run.get("grad")
+    if not all(isinstance(t, torch.Tensor) and t.dtype == torch.float64 for t in (rows, got)):
+        return False  # .double() must convert the layer, its gradient included
+    V, d = W.shape
+    summed = torch.zeros(V, d, dtype=torch.float64).index_add_(0, ids.flatten(),
+                                                               grad.reshape(-1, d))
+    return values.close(rows, W.double()[ids], rtol=1e-12) and values.close(
+        got, summed, rtol=1e-12)
+
+
+def test_layer_as_you_wrote_it(learner, seed, gen, devices):
+    """your Embedding as you wrote it loads, converts and looks up as nn.Module does: the given
+    code, and nn.Module's own methods, are left as they are
+
+    Earned by values: loaded with load_state_dict, converted with .double(), the layer's rows
+    and gradient are W[ids] and their sum per row, both with the grader's given code and with
+    the learner's; then test_lookup_every_shape's requirement, on fresh inputs."""
+    V, d = 14, 5
+    W = torch.randn(V, d, generator=gen)
+    ids = torch.randint(0, V, (3, 4), generator=gen)
+    ids[1] = ids[0]  # every id of the first row twice: their gradients must add up
+    grad = torch.randn(3, 4, d, generator=gen, dtype=torch.float64)
+    what = (f"Embedding({V}, {d}) as you wrote it, loaded with load_state_dict({{'weight': W}})"
+            " and converted with .double()")
+    reply = unwrap(learner.call("embedding_lookup_as_shipped", seed=seed, vocab_size=V,
+                                d_model=d, weight=W, ids=ids, grad=grad), what, MODULE)
+    pinned, shipped = (_lookup_right(reply[k], W, ids, grad) for k in ("pinned", "shipped"))
+    if pinned and not shipped:
+        raise Mistake(
+            f"{what}: its rows or their gradient are not W[ids] and its sum per row, yet with "
+            "nn.Module's own methods and the given code they are: your class changes what "
+            "nn.Module does (it overrides load_state_dict, to, double, __call__ or another of "
+            "its methods), or given code was changed. The grader runs nn.Module's own and the "
+            "stub's given code, whatever your file holds: write only inside YOUR CODE HERE"
+        )
+    if shipped and not pinned:
+        raise Mistake(
+            f"{what}: as you wrote it the layer looks up W[ids], but only through code outside "
+            "the functions stage 'embedding' owns (an nn.Module method your class overrides, "
+            "or changed given code), which the grader replaces by its own: put the lookup in "
+            "__init__ and forward themselves"
+        )
+    test_lookup_every_shape(learner, seed, gen, devices)

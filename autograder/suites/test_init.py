@@ -54,6 +54,12 @@ VISIBLE: dict[str, tuple[str, ...]] = {
     "test_gpt2_weight_stds": ("test_gpt2_initialisation", "test_untied_head_initialisation",
                               "test_init_weights_keeps_the_dtype"),
     "test_gpt2_biases_and_layernorm": ("test_gpt2_initialisation",),
+    "test_embedding_keeps_its_draw_as_you_wrote_it": (
+        "test_the_constructor_keeps_what_reset_parameters_drew",
+        "test_rows_start_small_and_random", "test_rows_are_normal_draws"),
+    "test_gpt2_keeps_its_initialisation_as_you_wrote_it": (
+        "test_gpt2_keeps_what_init_weights_drew", "test_gpt2_initialisation",
+        "test_untied_head_initialisation", "test_init_weights_keeps_the_dtype"),
 }
 
 # How far a sample of n correct draws may stray. Each check below is a bound that n
@@ -472,3 +478,73 @@ def test_gpt2_biases_and_layernorm(learner, seed, gen):
             f"after init_weights, {name} is not all zeros (up to {off:.4g}): every Linear bias "
             "starts at 0 (nn.init.zeros_); nn.Linear's own default bias is random"
         )
+
+
+# --- given code, as the learner wrote it -----------------------------------------------------
+# Graded, every Embedding and GPT2 runs the grader's own copy of the given code (the given
+# lines of Embedding.__init__ are the scaffold's here, GPT2.__init__ the stub's:
+# sandboxed/given.py). These tests build the learner's classes as they wrote them: the object a
+# constructor returns must hold what their reset_parameters, or init_weights, drew. Each holds
+# one point of the test it then runs (test_reset_parameters_uses_std, test_gpt2_weight_stds)
+# and fails whenever that test does, so a learner who left the given code as it is scores
+# exactly as before. A constructor that cannot run (stage 'embedding' unfinished) is judged
+# by that stage, not here.
+
+GIVEN_LINES = ("the given lines around YOUR CODE HERE (the checks, the attributes and the "
+               "last line, self.reset_parameters()) are the grader's: leave them as the stub "
+               "has them")
+
+
+def _same(drawn: object, held: object) -> bool:
+    """Two tensors of the same shape, dtype and numbers."""
+    return (isinstance(drawn, torch.Tensor) and isinstance(held, torch.Tensor)
+            and drawn.shape == held.shape and drawn.dtype == held.dtype
+            and bool(torch.equal(drawn, held)))
+
+
+def test_embedding_keeps_its_draw_as_you_wrote_it(learner, seed, gen):
+    """your Embedding as you wrote it holds what its reset_parameters drew: the given lines of
+    Embedding.__init__ around YOUR CODE HERE are left as the stub has them"""
+    what = f"Embedding({V}, {D}, std=0.02) as you wrote it (your __init__ and reset_parameters)"
+    reply = unwrap(learner.call("embedding_as_shipped", seed=seed, vocab_size=V, d_model=D,
+                                std=0.02), what, MODULE)
+    if reply["built"] is None:
+        if reply["calls"] == 0:
+            raise Mistake(f"{what} never calls reset_parameters: the given last line of "
+                          f"Embedding.__init__, self.reset_parameters(), was changed or removed; "
+                          f"{GIVEN_LINES}")
+        if not _same(reply["recorded"], reply["final"]):
+            raise Mistake(
+                f"{what}: your Embedding.__init__ as you wrote it does not keep what "
+                "reset_parameters drew: the weight it holds once built differs from the one "
+                "reset_parameters left. The given lines around YOUR CODE HERE were changed, or "
+                "something after the call (or a method of your class) replaces the weight; "
+                f"{GIVEN_LINES}"
+            )
+    test_reset_parameters_uses_std(learner, seed, gen)
+
+
+def test_gpt2_keeps_its_initialisation_as_you_wrote_it(learner, seed, gen):
+    """your GPT2 as you wrote it holds what its init_weights drew: GPT2.__init__, given code,
+    is left as the stub has it"""
+    what = f"{_model(None)} as you wrote it (your GPT2.__init__ and init_weights)"
+    reply = unwrap(learner.call("gpt2_as_shipped", seed=seed, config=CONFIG), what, "gpt2")
+    if reply["built"] is None:
+        if reply["calls"] == 0:
+            raise Mistake(f"{what} never calls init_weights: GPT2.__init__ is given code, "
+                          "which calls self.init_weights() and then self.tie_weights(); leave "
+                          "it as the stub has it")
+        drawn, held = reply["recorded"], reply["final"]
+        if not (isinstance(drawn, dict) and isinstance(held, dict)):
+            raise Mistake(f"{what}: the answer from your code's process is not the grader's "
+                          "probe's (did your code replace parts of the grader?)")
+        changed = sorted(str(k) for k in set(drawn) | set(held)
+                         if not _same(drawn.get(k), held.get(k)))
+        if changed:
+            raise Mistake(
+                f"{what}: once built, {changed[0]} is not what init_weights drew: GPT2.__init__ "
+                "(given code) was changed after its call to self.init_weights(), or a method "
+                "of your class changes the parameters. The grader runs the stub's own "
+                "GPT2.__init__; leave it as the stub has it and initialise in init_weights"
+            )
+    test_gpt2_weight_stds(learner, seed, gen)

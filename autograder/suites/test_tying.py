@@ -47,6 +47,9 @@ VISIBLE: dict[str, tuple[str, ...]] = {
                                           "test_the_tie_keeps_the_embeddings_matrix"),
     "test_tie_survives_to_and_load": ("test_the_tie_survives_to_and_a_state_dict_round_trip",),
     "test_untied_keeps_two_matrices": ("test_untied_keeps_two_matrices",),
+    "test_tie_as_you_wrote_it": ("test_the_tie_is_made_by_tie_weights_alone",
+                                 "test_tied_head_is_the_same_parameter",
+                                 "test_every_row_gets_gradient_from_the_output_side"),
 }
 
 
@@ -347,3 +350,58 @@ def test_untied_keeps_two_matrices(learner, seed, gen):
         )
     raise Mistake(f"{what}: the logits differ from h @ H^T with H lm_head's own matrix "
                   f"{values.first_gap(logits, expected)}: untied, leave both layers as they are")
+
+
+# --- given code, as the learner wrote it -----------------------------------------------------
+# Graded, every GPT2 runs the grader's own copy of the given code (GPT2.__init__, forward,
+# nn.Module's methods: sandboxed/given.py), so a tie made anywhere but tie_weights is no tie
+# there. This test also runs the learner's GPT2 as they wrote it: if one of the two is right
+# and the other is not, the given code was changed. It holds one of
+# test_tied_head_is_the_embedding's points and fails whenever that test does (it runs it), so
+# a learner who left the given code as it is scores exactly as before.
+
+GIVEN = ("the given code of gpt2.py (GPT2.__init__, forward, num_params, the other classes) is "
+         "the grader's: it runs the stub's own copy, whatever your file holds")
+
+
+def _as_shipped_verdict(what: str, tied: bool, pinned_ok: bool, shipped_ok: bool) -> None:
+    if pinned_ok and not shipped_ok:
+        raise Mistake(
+            f"{what}, as you wrote it: after wte.weight changed in place the logits are not "
+            f"those of {'a tied' if tied else 'an untied'} model, yet with the given code as "
+            "the stub has it they are. So the given code outside YOUR CODE HERE was changed "
+            "(GPT2.__init__, forward, or an nn.Module method your class overrides, such as "
+            f"load_state_dict): {GIVEN}. Put it back as the stub has it"
+        )
+    if shipped_ok and not pinned_ok:
+        raise Mistake(
+            f"{what}: as you wrote it your model is {'tied' if tied else 'untied'} as it "
+            "should be, but not through tie_weights: with the given code as the stub has it, "
+            f"it is not. The given code was changed (the tie made in forward or __init__?): "
+            f"{GIVEN}. Tie in tie_weights alone, {TIE}, and leave the given code as it is"
+        )
+
+
+def test_tie_as_you_wrote_it(learner, seed, gen):
+    """your GPT2 as you wrote it ties through tie_weights and nothing else: the given code
+    (GPT2.__init__, forward, nn.Module's methods) is left as the stub has it
+
+    Earned by values: a GPT2 converted to float64 and holding a fresh state, tied and untied,
+    gets the logits of lumen's after wte.weight changes in place, both with the grader's given
+    code and with the learner's; then test_tied_head_is_the_embedding's requirement, on fresh
+    inputs."""
+    V, d = CONFIG["vocab_size"], CONFIG["d_model"]
+    for config in (CONFIG, UNTIED):
+        tied = config.get("tie_weights", True)
+        state = {k: v for k, v in values.fresh_lumen(config, seed).state_dict().items()
+                 if not (tied and k == "lm_head.weight")}  # tied: the matrix stored once
+        state["wte.weight"] = torch.randn(V, d, generator=gen) * 0.02
+        ids, delta = _ids(gen, config), _delta(gen, config).double()
+        what = f"{_described(config)}.to(torch.float64)"
+        reply = unwrap(learner.call("gpt2_tie_as_shipped", seed=seed, config=config,
+                                    state=state, ids=ids, delta=delta), what, MODULE)
+        expected = values.logits(values.lumen_gpt2(
+            config, state, dtype=torch.float64, wte=state["wte.weight"].double() + delta), ids)
+        _as_shipped_verdict(what, tied, values.close(reply["pinned"], expected, rtol=1e-6),
+                            values.close(reply["shipped"], expected, rtol=1e-6))
+    test_tied_head_is_the_embedding(learner, seed, gen)

@@ -232,3 +232,31 @@ def _later_stages_stand_in(request: pytest.FixtureRequest, monkeypatch: pytest.M
                 for part in path:
                     target = getattr(target, part)
                 monkeypatch.setattr(target, attribute, STAND_INS[owned], raising=False)
+
+
+# Given code is the grader's (see "Given code" at the top of embeddings.py): nn.Module's own
+# methods among it. These are the names a class of yours may define although nn.Module has
+# them: the ones PyTorch means you to write, and what Python keeps per class by itself.
+_YOURS_TO_DEFINE = {"__init__", "forward", "extra_repr", "__module__", "__qualname__",
+                    "__doc__", "__dict__", "__weakref__", "__annotations__", "__firstlineno__",
+                    "__static_attributes__", "__orig_bases__", "__parameters__", "__slots__"}
+
+
+def _nn_module_overrides(cls: type) -> list[str]:
+    """The methods of nn.Module (or object) that ``cls`` or a base of yours overrides, as
+    "Class.name": the grader replaces each with nn.Module's own."""
+    torch_side = set(torch.nn.Module.__mro__)
+    found = []
+    for base in cls.__mro__:
+        if base in torch_side or base.__module__.split(".")[0] == "torch":
+            continue
+        for name in vars(base):
+            if name not in _YOURS_TO_DEFINE and any(name in vars(t) for t in torch_side):
+                found.append(f"{base.__qualname__}.{name}")
+    return found
+
+
+@pytest.fixture(scope="session")
+def nn_module_overrides() -> Callable[[type], list[str]]:
+    """``nn_module_overrides(cls)``: what of nn.Module your class changes (see above)."""
+    return _nn_module_overrides

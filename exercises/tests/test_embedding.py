@@ -208,3 +208,33 @@ def test_the_lookup_is_written_by_hand(embeddings, rules, your_files):
         pytest.fail("the grader reads your files and would refuse these lines (see 'Rules' at "
                     "the top of embeddings.py):\n" + rules.explain(findings, limit=10, sep="\n"),
                     pytrace=False)
+
+
+def test_given_code_is_left_as_it_is(embeddings, nn_module_overrides):
+    """Given code is the grader's ("Given code" at the top of embeddings.py): it runs its own
+    copy, so your Embedding must not change what nn.Module does, and RowLookup is as given."""
+    layer = embeddings.Embedding(6, 3)
+    table = torch.randn(6, 3)
+    layer.load_state_dict({"weight": table})  # nn.Module's own methods, as the grader runs them
+    ids = torch.tensor([[5, 0], [2, 5]])
+    rows = layer.double()(ids)
+    assert rows.dtype == torch.float64 and torch.equal(rows, table.double()[ids]), (
+        "loaded with load_state_dict and converted with .double(), your layer does not look up "
+        "the loaded rows in float64: nn.Module's own methods must work on it as on any module"
+    )
+    changed = nn_module_overrides(embeddings.Embedding)
+    assert not changed, (
+        f"your Embedding overrides {', '.join(changed)}, which nn.Module has: the grader "
+        "replaces each with nn.Module's own (given code is the grader's), so your layer would "
+        "not do there what it does here. Write only inside YOUR CODE HERE"
+    )
+    weight = torch.randn(6, 3, requires_grad=True)
+    index = torch.tensor([4, 1, 4, 4])
+    rows = embeddings.RowLookup.apply(weight, index)
+    grad = torch.randn(4, 3)
+    rows.backward(grad)
+    assert torch.equal(rows.detach(), weight.detach()[index]) and torch.allclose(
+        weight.grad, torch.zeros(6, 3).index_add_(0, index, grad)), (
+        "RowLookup, given code, was changed: its rows are not weight[index] or their gradients "
+        "do not add up. The grader runs the stub's own RowLookup: leave it as it is"
+    )

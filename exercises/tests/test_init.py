@@ -224,3 +224,47 @@ def test_init_weights_keeps_the_dtype(gpt2):
         ".data = torch.randn(...) puts a float32 tensor in its place"
     )
     assert abs(spread(model.wte.weight) - 0.02) < 0.002, "wte is not N(0, 0.02^2) after the re-init"
+
+
+def test_the_constructor_keeps_what_reset_parameters_drew(embeddings, monkeypatch):
+    """Given code is the grader's ("Given code" at the top of embeddings.py): the last line of
+    Embedding.__init__ calls reset_parameters, and nothing after it changes the draw."""
+    cls = embeddings.Embedding
+    reset, drawn = cls.reset_parameters, []
+
+    def recorded(self):
+        reset(self)
+        drawn.append(self.weight.detach().clone())
+
+    monkeypatch.setattr(cls, "reset_parameters", recorded)
+    layer = cls(50, 8, std=0.02)
+    assert drawn, ("Embedding.__init__ never called reset_parameters: its last line, "
+                   "self.reset_parameters(), is given code; leave it as the stub has it")
+    assert torch.equal(layer.weight.detach(), drawn[-1]), (
+        "your Embedding.__init__ does not keep what reset_parameters drew: the given lines "
+        "around YOUR CODE HERE were changed (something after self.reset_parameters() changes "
+        "the weight). Initialise in reset_parameters alone"
+    )
+
+
+def test_gpt2_keeps_what_init_weights_drew(gpt2, monkeypatch):
+    """Given code is the grader's: GPT2.__init__ calls init_weights, then tie_weights, and
+    changes nothing that init_weights drew."""
+    cls = gpt2.GPT2
+    init, drawn = cls.init_weights, []
+
+    def recorded(self):
+        init(self)
+        drawn.append({k: v.detach().clone() for k, v in self.named_parameters()})
+
+    monkeypatch.setattr(cls, "init_weights", recorded)
+    model = cls(gpt2.GPT2Config(vocab_size=60, n_ctx=16, d_model=16, n_layers=2, n_heads=2,
+                                tie_weights=False))
+    assert drawn, ("GPT2.__init__ never called init_weights: GPT2.__init__ is given code, "
+                   "which calls self.init_weights(); leave it as the stub has it")
+    changed = [k for k, v in model.named_parameters()
+               if k not in drawn[-1] or not torch.equal(v.detach(), drawn[-1][k])]
+    assert not changed, (
+        f"once built, {changed[0]} is not what init_weights drew: GPT2.__init__ (given code) "
+        "was changed after its call to self.init_weights(). Initialise in init_weights alone"
+    )

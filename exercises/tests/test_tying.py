@@ -140,3 +140,33 @@ def test_every_row_gets_gradient_from_the_output_side(gpt2):
             )
         else:
             assert grad == 0, f"untied, row {rare} of wte is never looked up and gets no gradient"
+
+
+def test_the_tie_is_made_by_tie_weights_alone(gpt2, nn_module_overrides):
+    """Given code is the grader's ("Given code" at the top of embeddings.py): GPT2.__init__,
+    forward and nn.Module's methods run as the stub has them, so only tie_weights may tie."""
+    changed = nn_module_overrides(gpt2.GPT2)
+    assert not changed, (
+        f"your GPT2 overrides {', '.join(changed)}, which nn.Module has: the grader replaces "
+        "each with nn.Module's own (given code is the grader's). Write only inside YOUR CODE HERE"
+    )
+    model = tiny(gpt2, tie=False)
+    head = model.lm_head.weight
+    ids = torch.randint(0, V, (2, 8))
+    logits = model(ids)
+    assert model.lm_head.weight is head and head is not model.wte.weight, (
+        "untied, the model's own code tied (or replaced) lm_head.weight in __init__ or forward: "
+        "those are given code, which the grader runs as the stub has it. Tie in tie_weights "
+        "alone, and only when config.tie_weights is True"
+    )
+    x = model.wte(ids) + model.wpe(torch.arange(8))
+    for block in model.blocks:
+        x = block(x)
+    assert torch.allclose(logits, model.lm_head(model.ln_f(x))), (
+        "GPT2.forward, given code, was changed: its logits are not lm_head(ln_f(blocks(wte(ids) + "
+        "wpe(positions)))). The grader runs the stub's own forward: leave it as it is"
+    )
+    model.config.tie_weights = True
+    model.tie_weights()
+    problem = not_tied(model)
+    assert problem is None, f"tie_weights() alone must make the tie: {problem}"

@@ -541,3 +541,66 @@ MISTAKES = {
         "test_out_of_range_ids_are_refused", "check_ids(",
     ),
 }
+
+
+# --- given code changed -----------------------------------------------------------------------
+# The grader runs its own copy of the given code and nn.Module's own methods
+# (autograder/sandboxed/given.py); test_layer_as_you_wrote_it also runs the learner's layer as
+# they wrote it, and says that given code (or nn.Module's behaviour) was changed.
+
+_LOOKUP = '''
+    def forward(self, ids):
+        check_ids(ids, self.vocab_size)
+        return self.scale_output(self.weight[ids.long()])
+'''
+
+MISTAKES.update({
+    "given code changed: load_state_dict overridden (it loads nothing)": (
+        {"embeddings:Embedding.extra_repr": '''
+            def extra_repr(self):
+                return f"{self.vocab_size}, {self.d_model}, std={self.std}, scale={self.scale}"
+
+            def load_state_dict(self, state_dict, strict=True, assign=False):
+                return None  # the weight is initialised already
+        '''},
+        "test_layer_as_you_wrote_it", "your class changes what nn.Module does",
+    ),
+    "given code changed: double() overridden (the layer stays float32)": (
+        {"embeddings:Embedding.extra_repr": '''
+            def extra_repr(self):
+                return f"{self.vocab_size}, {self.d_model}, std={self.std}, scale={self.scale}"
+
+            def double(self):
+                return self  # float32 is precise enough
+        '''},
+        "test_layer_as_you_wrote_it", "your class changes what nn.Module does",
+    ),
+    "given code changed: the lookup in __call__, forward only calls it": (
+        {"embeddings:Embedding.forward": '''
+            def forward(self, ids):
+                return self(ids)
+
+            def __call__(self, ids):
+                check_ids(ids, self.vocab_size)
+                return self.scale_output(self.weight[ids.long()])
+        '''},
+        "test_layer_as_you_wrote_it", "only through code outside",
+    ),
+    "given code changed: RowLookup's backward copies instead of adding": (
+        {"embeddings:Embedding.forward": '''
+            def forward(self, ids):
+                check_ids(ids, self.vocab_size)
+                flat = ids.reshape(-1).to(self.weight.device, torch.long)
+                rows = RowLookup.apply(self.weight, flat)
+                return self.scale_output(rows.view(*ids.shape, self.d_model))
+        ''',
+         "embeddings:RowLookup.backward": '''
+            @staticmethod
+            def backward(ctx, grad):
+                (index,) = ctx.saved_tensors
+                grad_weight = grad.new_zeros(ctx.vocab_size, grad.shape[1])
+                return grad_weight.index_copy_(0, index, grad), None
+        '''},
+        "test_layer_as_you_wrote_it", "given code was changed",
+    ),
+})

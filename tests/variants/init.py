@@ -398,3 +398,64 @@ MISTAKES = {
         "test_gpt2_weight_stds", "is torch.float32 afterwards",
     ),
 }
+
+
+# --- given code changed -----------------------------------------------------------------------
+# The grader runs its own copy of the given code (autograder/sandboxed/given.py); the two
+# "as you wrote it" tests build the learner's Embedding and GPT2 with their own constructors,
+# and say that given code was changed.
+
+#: lumen's Embedding.__init__ (the given lines and the solution), then ``{after}``.
+_EMBEDDING_INIT = '''
+    def __init__(self, vocab_size, d_model, std=0.02, scale=False):
+        super().__init__()
+        for name, value in (("vocab_size", vocab_size), ("d_model", d_model)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{{name}} must be a positive int, got {{value!r}}")
+        if std is not None and not std >= 0:
+            raise ValueError(f"std must be >= 0 or None, got {{std!r}}")
+        self.vocab_size = vocab_size
+        self.d_model = d_model
+        self.std = std
+        self.scale = scale
+        self.weight = nn.Parameter(torch.empty(vocab_size, d_model))
+        {after}
+'''
+
+#: lumen's GPT2.__init__ up to its layers, then ``{after}``.
+_GPT2_INIT = '''
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+        self.wte = Embedding(config.vocab_size, config.d_model)
+        self.wpe = Embedding(config.n_ctx, config.d_model)
+        self.drop = nn.Dropout(config.dropout)
+        self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layers))
+        self.ln_f = nn.LayerNorm(config.d_model)
+        self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+        {after}
+'''
+
+MISTAKES.update({
+    "given code changed: reset_parameters' draw redrawn after the call in __init__": (
+        {"embeddings:Embedding.__init__": _EMBEDDING_INIT.format(
+            after="self.reset_parameters()\n        nn.init.normal_(self.weight, 0.0, 0.02)  # GPT-2's")},
+        "test_embedding_keeps_its_draw_as_you_wrote_it", "does not keep what reset_parameters drew",
+    ),
+    "given code changed: __init__ draws inline, never calls reset_parameters": (
+        {"embeddings:Embedding.__init__": _EMBEDDING_INIT.format(
+            after="with torch.no_grad():\n"
+                  "            self.weight.normal_(0.0, 1 / math.sqrt(d_model) if std is None else std)")},
+        "test_embedding_keeps_its_draw_as_you_wrote_it", "never calls reset_parameters",
+    ),
+    "given code changed: GPT2.__init__ never calls init_weights": (
+        {"gpt2:GPT2.__init__": _GPT2_INIT.format(after="self.tie_weights()")},
+        "test_gpt2_keeps_its_initialisation_as_you_wrote_it", "never calls init_weights",
+    ),
+    "given code changed: GPT2.__init__ redraws the positions after init_weights": (
+        {"gpt2:GPT2.__init__": _GPT2_INIT.format(
+            after="self.init_weights()\n        self.tie_weights()\n"
+                  "        nn.init.normal_(self.wpe.weight, 0.0, 0.02)")},
+        "test_gpt2_keeps_its_initialisation_as_you_wrote_it", "wpe.weight is not what init_weights drew",
+    ),
+})

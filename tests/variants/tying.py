@@ -203,3 +203,119 @@ MISTAKES = {
         "test_tied_head_is_the_embedding", "not even equal",
     ),
 }
+
+
+# --- given code changed: the tie moved out of tie_weights, or the tie undone elsewhere ------
+# The grader runs its own copy of the given code (autograder/sandboxed/given.py), so each of
+# these loses points where the tie is judged, and test_tie_as_you_wrote_it, which also runs the
+# learner's GPT2 as they wrote it, says that given code was changed.
+
+#: lumen's GPT2.forward, with ``{before}`` as its first line.
+_FORWARD = '''
+    def forward(self, ids):
+        {before}
+        B, T = ids.shape
+        positions = torch.arange(T, device=ids.device)
+        x = self.drop(self.wte(ids) + self.wpe(positions))
+        for block in self.blocks:
+            x = block(x)
+        return self.lm_head(self.ln_f(x))
+'''
+
+_NO_TIE = '''
+    def tie_weights(self):
+        pass  # tied in forward instead
+'''
+
+
+def _tie_in_a_base_class() -> str:
+    """GPT2(_Base): the learner's own base class holds a forward that ties, and GPT2 has no
+    forward of its own (nor a tie_weights that does anything)."""
+    base = '''
+class _Base(nn.Module):
+    """Ties the head in the forward pass."""
+
+    def forward(self, ids):
+        if self.config.tie_weights:
+            self.lm_head.weight = self.wte.weight
+        B, T = ids.shape
+        x = self.drop(self.wte(ids) + self.wpe(torch.arange(T, device=ids.device)))
+        for block in self.blocks:
+            x = block(x)
+        return self.lm_head(self.ln_f(x))
+
+
+'''
+    source = (LUMEN / "gpt2.py").read_text(encoding="utf-8")
+    cls = next(n for n in ast.parse(source).body if isinstance(n, ast.ClassDef) and n.name == "GPT2")
+    drop = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)
+            and n.name in ("forward", "tie_weights")}
+    lines = source.splitlines()
+    kept = []
+    for number in range(cls.lineno, cls.end_lineno + 1):
+        if any(f.lineno <= number <= f.end_lineno for f in drop.values()):
+            continue
+        kept.append(lines[number - 1])
+    kept[0] = "class GPT2(_Base):"
+    kept.insert(1, "    def tie_weights(self):\n        pass  # _Base.forward ties")
+    return base.lstrip("\n") + "\n".join(kept) + "\n"
+
+
+MISTAKES.update({
+    "given code changed: the tie made in forward, tie_weights does nothing": (
+        {"gpt2:GPT2.tie_weights": _NO_TIE,
+         "gpt2:GPT2.forward": _FORWARD.format(
+             before="if self.config.tie_weights:\n            self.lm_head.weight = self.wte.weight")},
+        "test_tie_as_you_wrote_it", "not through tie_weights",
+    ),
+    "given code changed: the tie made in forward, whatever the config": (
+        {"gpt2:GPT2.forward": _FORWARD.format(before="self.lm_head.weight = self.wte.weight")},
+        "test_tie_as_you_wrote_it", "given code outside YOUR CODE HERE was changed",
+    ),
+    "given code changed: the tie in the learner's own base class's forward": (
+        {"gpt2:GPT2": _tie_in_a_base_class()},
+        "test_tie_as_you_wrote_it", "not through tie_weights",
+    ),
+    "given code changed: the tie made in GPT2.__init__": (
+        {"gpt2:GPT2.tie_weights": _NO_TIE,
+         "gpt2:GPT2.__init__": '''
+            def __init__(self, config):
+                super().__init__()
+                self.config = config
+                self.wte = Embedding(config.vocab_size, config.d_model)
+                self.wpe = Embedding(config.n_ctx, config.d_model)
+                self.drop = nn.Dropout(config.dropout)
+                self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layers))
+                self.ln_f = nn.LayerNorm(config.d_model)
+                self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+                self.init_weights()
+                if config.tie_weights:
+                    self.lm_head.weight = self.wte.weight
+        '''},
+        "test_tie_as_you_wrote_it", "not through tie_weights",
+    ),
+    "given code changed: load_state_dict overridden, the head reloaded apart": (
+        {"gpt2:GPT2.num_params": '''
+            def num_params(self):
+                return sum(p.numel() for p in self.parameters())
+
+            def load_state_dict(self, state_dict, strict=True, assign=False):
+                result = super().load_state_dict(state_dict, strict=False)
+                self.lm_head.weight = nn.Parameter(self.lm_head.weight.detach().clone())
+                return result
+        '''},
+        "test_tie_as_you_wrote_it", "given code outside YOUR CODE HERE was changed",
+    ),
+    "given code changed: to() overridden, the tie undone after a conversion": (
+        {"gpt2:GPT2.num_params": '''
+            def num_params(self):
+                return sum(p.numel() for p in self.parameters())
+
+            def to(self, *args, **kwargs):
+                model = super().to(*args, **kwargs)
+                model.lm_head.weight = nn.Parameter(model.wte.weight.detach().clone())
+                return model
+        '''},
+        "test_tie_as_you_wrote_it", "given code outside YOUR CODE HERE was changed",
+    ),
+})
