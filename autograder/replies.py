@@ -150,6 +150,11 @@ TIE_FACTS = {"same_object": bool, "same_storage": bool, "head_shape": [int],
              "same_values": bool, "n_params": int, "head_is_param": bool}
 #: A state_dict, as the learner's model returned it.
 STATE = DictOf(ANY)
+#: ``probes._constructed``: a constructor's refusal, or what it left after its last call of
+#: the recorded method and once done (a weight, or a state: the learner's values).
+CONSTRUCTED = {"built": Maybe(REFUSAL), "calls": int, "recorded?": ANY, "final?": ANY}
+#: Rows looked up and the gradient in the registered weight (``embedding_lookup_as_shipped``).
+ROWS = {"rows": ANY, "grad": ANY}
 
 
 # --- the probes -------------------------------------------------------------------------------
@@ -185,6 +190,11 @@ SCHEMAS: dict[str, object] = {
     "embedding_scale": {"out": ANY, "input_after": ANY, "grad": ANY},
     "expected_dot_std": {"value": Maybe(float), "type": str},
     "gpt2_init": {"state": STATE, "logits": ANY},
+    # given code as the learner wrote it (the probes' last section)
+    "embedding_as_shipped": CONSTRUCTED,
+    "gpt2_as_shipped": CONSTRUCTED,
+    "gpt2_tie_as_shipped": {"pinned": attempt(ANY), "shipped": attempt(ANY)},
+    "embedding_lookup_as_shipped": {"pinned": attempt(ROWS), "shipped": attempt(ROWS)},
 }
 
 
