@@ -106,3 +106,122 @@ def terminal(text: object, limit: int | None = None, keep_lines: bool = False) -
     overrides shown as ``\\x1b``-style text, never live (``untrusted.clean_text``); kept
     whole unless ``limit`` is given. ``keep_lines``: printed output keeps its lines."""
     return clean_text(text, limit=limit or 1 << 30, keep_lines=keep_lines)
+
+
+# --- a learner's own Markdown, kept as Markdown but inert -----------------------------------------
+
+#: A fenced code block at the top level (column 0: inside a list or quote its extent depends on
+#: the renderer, so such a fence is not trusted to be code) and its closing line.
+_FENCE = re.compile(r"(`{3,}|~{3,})(.*)")
+#: What stays as the learner wrote it, searched in this order at each position, as nbconvert's
+#: parser does (its math rules first): math (``$...$``, ``$$...$$``, ``\\(...\\)``,
+#: ``\\[...\\]``, ``\begin{env}...\end{env}``, nbconvert's own patterns), a backslash escape,
+#: a code span (never across a blank line, where a paragraph ends), an attached image.
+_ESCAPE = r"(?P<esc>\\[!-/:-@\[-`{-~])"
+_CODE = r"(?P<code>(?<!`)(?P<ticks>`+)(?!`)(?:[^\n]|\n(?![ \t]*\n))+?(?<!`)(?P=ticks)(?!`))"
+_ATTACHED = r"(?P<attached>!\[[^\[\]\\`<>&\n]*\]\(attachment:(?P<name>[^\s()<>&\\]+)\))"
+#: Blockquote markers at the start of a line: their ">" is Markdown, kept.
+_QUOTE = re.compile(r"(?m)^[ \t]*(?:>[ \t]*)+")
+#: A link destination that names its scheme in plain letters: nothing can decode it into
+#: another scheme. Any other destination (javascript:, data:, attachment:, a relative path,
+#: one written with escapes or on the next line) is not made a link.
+_SAFE_TARGET = re.compile(r"(?i)\s*(https?://|mailto:|#)")
+_TAG_LIKE = re.compile(r"<[A-Za-z/!?]|&#?\w+;")
+_SHOWN = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_MATH_SHOWN = {"<": r"\lt ", ">": r"\gt "}  # MathJax reads \lt as <; no "<" is left
+
+
+def _scanner() -> re.Pattern:
+    from nbconvert.filters.markdown_mistune import MathInlineParser as M
+
+    math = "|".join(f"(?:{p})" for p in (M.BLOCK_MATH_TEX, M.BLOCK_MATH_LATEX, M.INLINE_MATH_TEX,
+                                         M.INLINE_MATH_LATEX, M.LATEX_ENVIRONMENT))
+    return re.compile(f"(?P<math>{math})|{_ESCAPE}|{_CODE}|{_ATTACHED}")
+
+
+def _plain(text: str, start: int, end: int, quotes: set[int], found: set[str]) -> str:
+    """``text[start:end]``, outside code and math: ``& < >`` as entities (a blockquote's ">"
+    kept), an image made a link, a link to an unsafe target left as text."""
+    out = []
+    for i in range(start, end):
+        char = text[i]
+        if char in _SHOWN and i not in quotes:
+            if _TAG_LIKE.match(text, i):
+                found.add("html")
+            out.append(_SHOWN[char])
+            continue
+        if char == "!" and text.startswith("[", i + 1):
+            found.add("image")  # not attached to the notebook: a link at most, never loaded
+            out.append("\\")
+        elif char == "]" and text.startswith(("(", ":"), i + 1) and not _SAFE_TARGET.match(
+                text, i + 2):
+            found.add("link")
+            out.append("\\")
+        out.append(char)
+    return "".join(out)
+
+
+def inert_markdown(source: str, attachments: dict | None = None) -> tuple[str, set[str]]:
+    """A learner's Markdown cell as Markdown that holds no live HTML, for nbgrader's submitted
+    notebook (formgrader and the feedback page render it without sanitising).
+
+    Outside code (spans, top-level fences) and math, ``& < >`` become entities, so no tag,
+    comment, entity trick or autolink is made (a ``<`` shows as ``<``); inside math ``<`` and
+    ``>`` become ``\\lt`` and ``\\gt``. A link keeps only an http, https, mailto or #anchor
+    target; an image only when it is attached to the cell (``attachment:NAME``), any other one
+    becomes a link, so nothing loads from elsewhere. A mermaid fence is shown as plain code
+    (nbconvert writes its text into the page as it is). Emphasis, lists, tables, quotes, code,
+    math and plain links are unchanged. Returns the new source and what was made inert:
+    "html", "link", "image" (a ``<`` or ``&`` that only looked like HTML counts too)."""
+    scanner, names = _scanner(), set(attachments or ())
+    found: set[str] = set()
+    out, lines, fence = [], source.split("\n"), None
+    chunk: list[str] = []
+
+    def flush() -> None:
+        text = "\n".join(chunk)
+        quotes = {m.start() + k for m in _QUOTE.finditer(text)
+                  for k, c in enumerate(m.group()) if c == ">"}
+        pieces, pos = [], 0
+        while (m := scanner.search(text, pos)) is not None:
+            kind, body = m.lastgroup, m.group()  # the outer group of its alternative
+            if kind == "math" and (re.search(r"\n[ \t]*\n", body) or re.search(r"\]\(|\]:|!\[",
+                                                                               body)):
+                kind = None  # not one paragraph's math, or holding a link: plain text
+            if kind == "attached" and m.group("name") not in names:
+                kind = None
+            if kind is None:
+                pieces.append(_plain(text, pos, m.start() + 1, quotes, found))
+                pos = m.start() + 1
+                continue
+            pieces.append(_plain(text, pos, m.start(), quotes, found))
+            if kind == "math":
+                body = re.sub("[<>]", lambda c: _MATH_SHOWN[c.group()], body)
+            elif kind == "esc" and body[1] in _SHOWN:
+                body = _SHOWN[body[1]]  # \< meant a plain "<": the entity shows just that
+            pieces.append(body)
+            pos = m.end()
+        pieces.append(_plain(text, pos, len(text), quotes, found))
+        out.append("".join(pieces))
+        chunk.clear()
+
+    for line in lines:
+        if fence is None:
+            opening = _FENCE.fullmatch(line)
+            if opening and not (opening.group(1)[0] == "`" and "`" in opening.group(2)):
+                if chunk:
+                    flush()
+                fence, info = opening.group(1), opening.group(2)
+                if info.strip().lower().startswith("mermaid"):
+                    info = ""
+                    found.add("html")
+                out.append(fence + "".join(_SHOWN.get(c, c) for c in info))
+            else:
+                chunk.append(line)
+        else:
+            out.append(line)
+            if re.fullmatch(f" {{0,3}}{re.escape(fence[0])}{{{len(fence)},}}[ \t]*", line):
+                fence = None
+    if chunk or not out:
+        flush()
+    return "\n".join(out), found

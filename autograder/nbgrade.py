@@ -11,6 +11,10 @@ SUBMISSIONS holds one folder per learner, as nbgrader collects them: the lab not
    note for the learner and the instructor: the stages never depend on the notebook. Only the
    cells' types, sources and images are the learner's; all metadata is the release's
    (``repair``), so no forged grade id or widget state reaches nbgrader or the feedback page.
+   Each Markdown cell of the learner's is stored inert (``written_answer``): formgrader renders
+   written answers in the instructor's browser without sanitising, so raw HTML there is shown
+   as text, a link keeps only an http, https or mailto target and an image only an attachment,
+   read back through nbconvert's own renderer; the learner's note says so.
 3. **Grade**: our sandboxed grader on the collected .py files, the whole class through warm
    workers (autograder/batch.py), into ``lumen/<learner>/results.json``.
 4. ``nbgrader autograde``, where ``SandboxedGrades`` takes the place of nbgrader's Execute:
@@ -25,7 +29,8 @@ template renders Markdown cells without nbconvert's ``sanitize_html`` (it overri
 block), so ``SafeFeedbackHTML`` cleans every Markdown cell's HTML itself with bleach
 (``safe_html``: an allowlist of tags and attributes, links only to http, https, mailto and
 anchors; any other tag is shown as text), and ``sanitize_html`` covers raw cells and outputs.
-The notes we put into the notebook are escaped as Markdown (``escape.markdown_inline``). Each
+The notes we put into the notebook are escaped as Markdown (``escape.markdown_inline``), and
+the learner's Markdown is inert from step 2 on, so this is a second line. Each
 feedback file is then read back (``live_html``): one that still holds live HTML is withheld,
 with a note, rather than sent.
 
@@ -55,7 +60,7 @@ from lumen.stages import STAGE_NAMES, SUBMISSION_FILES, stage
 from solutions import notebook
 from solutions.notebook import ASSIGNMENT, NOTEBOOK, grade_id, nbgrader_cells
 
-from .escape import csv_number, csv_text, markdown_inline, terminal
+from .escape import csv_number, csv_text, inert_markdown, markdown_inline, markdown_text, terminal
 from .untrusted import clean_text
 
 #: A stage's check cell in the lab notebook -> the stage (grade ids: solutions/notebook.py).
@@ -330,6 +335,93 @@ def _learner_cell(cell: dict) -> nbformat.NotebookNode | None:
     return new
 
 
+#: What nbconvert's Markdown renderer (the one formgrader and the feedback page use) makes from
+#: Markdown itself, and the attributes it gives each element: a learner's Markdown cell, once
+#: inert, renders to nothing else (``markdown_problems``).
+MARKDOWN_HTML = {
+    **{tag: frozenset() for tag in ("p", "em", "strong", "ul", "blockquote", "hr", "br", "table",
+                                    "thead", "tbody", "tr", "del", "dl", "dt", "dd")},
+    **{f"h{level}": frozenset({"id"}) for level in range(1, 7)},
+    "a": frozenset({"href", "title", "class"}), "img": frozenset({"src", "alt", "title"}),
+    "ol": frozenset({"start"}), "li": frozenset({"class"}), "th": frozenset({"style"}),
+    "td": frozenset({"style"}), "input": frozenset({"class", "type", "disabled", "checked"}),
+    **{tag: frozenset({"class"}) for tag in ("div", "span", "pre", "code")}}
+SAFE_HREF = re.compile(r"(?i)(https?://|mailto:|#)")
+ALIGN = re.compile(r"text-align:(left|right|center)")
+#: A Markdown cell that cannot be made inert (never seen: both ways of showing it as text
+#: failed the read-back) is replaced by this.
+NOT_SHOWN = "*(This cell could not be shown safely; it is in the submission as it was sent.)*"
+
+
+def render_markdown(source: str, attachments: dict) -> str:
+    """A Markdown cell's HTML as nbconvert's ``HTMLExporter.markdown2html`` makes it, for
+    formgrader and the feedback page alike (nbconvert's mistune with math, its plugins)."""
+    from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+
+    renderer = IPythonRenderer(escape=False, attachments=attachments)
+    return MarkdownWithMath(renderer=renderer).render(source)
+
+
+def markdown_problems(html: str) -> list[str]:
+    """What in a rendered Markdown cell is not Markdown's own (``MARKDOWN_HTML``): any other
+    element or attribute, a link that is not http, https, mailto or an anchor, an image that
+    is not attached (a data:image URL), a style other than a table cell's alignment."""
+    from html.parser import HTMLParser
+
+    found: list[str] = []
+
+    class Reader(HTMLParser):
+        def handle_starttag(self, tag: str, attrs: list) -> None:
+            allowed = MARKDOWN_HTML.get(tag)
+            if allowed is None:
+                found.append(f"<{tag}>")
+                return
+            for name, value in attrs:
+                value = re.sub(r"[\x00-\x20]", "", value or "")
+                if name not in allowed:
+                    found.append(f"<{tag} {name}>")
+                elif name == "href" and not SAFE_HREF.match(value):
+                    found.append(f"<a href={value[:40]!r}>")
+                elif name == "src" and not value.lower().startswith("data:image/"):
+                    found.append(f"<img src={value[:40]!r}>")
+                elif name == "style" and not ALIGN.fullmatch(value):
+                    found.append(f"<{tag} style>")
+                elif name == "type" and value != "checkbox":
+                    found.append(f"<input type={value[:20]!r}>")
+
+    reader = Reader(convert_charrefs=True)
+    reader.feed(html)
+    reader.close()
+    return found
+
+
+def written_answer(source: str, attachments: dict) -> tuple[str, set[str]]:
+    """A learner's Markdown cell as nbgrader stores it: ``escape.inert_markdown``, read back
+    through nbconvert's renderer (``markdown_problems``); where that still shows something
+    that is not Markdown's own (a renderer's corner the scanner read differently), the cell
+    as plain text (``escape.markdown_text``), failing closed. Also what was made inert, for
+    the learner's note: empty when the cell renders exactly as it did."""
+    inert, found = inert_markdown(source, attachments)
+    for shown in (inert, markdown_text(source), NOT_SHOWN):
+        try:
+            if not markdown_problems(render_markdown(shown, attachments)):
+                break
+        except Exception:  # noqa: BLE001 - the renderer failed on it: not shown this way
+            continue
+    if shown != inert:
+        found.add("html")
+    try:
+        same = render_markdown(source, attachments) == render_markdown(shown, attachments)
+    except Exception:  # noqa: BLE001 - e.g. an image of a missing attachment
+        same = False
+    return shown, set() if same else found
+
+
+#: What the learner's note names, for each kind ``written_answer`` reports.
+INERT_KINDS = {"html": "raw HTML", "link": "a link that is not http, https or mailto",
+               "image": "an image not attached to the notebook"}
+
+
 def repair(nb: nbformat.NotebookNode | None, release: nbformat.NotebookNode) -> tuple[
         nbformat.NotebookNode, list[str]]:
     """The notebook nbgrader grades: the learner's, with every graded or locked cell of the
@@ -340,12 +432,14 @@ def repair(nb: nbformat.NotebookNode | None, release: nbformat.NotebookNode) -> 
     for it, any other cell none, and the notebook the release's own. Forged metadata (a grade
     id such as ``x"><script>``, widget state without its "state", a raw cell's mimetype that is
     a number) would otherwise stop ``nbgrader autograde`` or ``generate_feedback`` for the
-    whole class, or reach the feedback page's HTML unescaped."""
+    whole class, or reach the feedback page's HTML unescaped. Each Markdown cell of the
+    learner's that is not the release's own text is stored as ``written_answer`` makes it."""
     if nb is None:
         return nbformat.from_dict(json.loads(json.dumps(release))), []
     notes = []
     released = {gid: cell.metadata["nbgrader"] for gid, cell in nbgrader_cells(release).items()}
-    cells, forged = [], 0
+    sources = {gid: cell.source for gid, cell in nbgrader_cells(release).items()}
+    cells, forged, inert, kinds = [], 0, 0, set()
     for cell in nb.cells:
         meta = cell.get("metadata", {}).get("nbgrader")
         gid = meta.get("grade_id") if isinstance(meta, dict) else None
@@ -356,7 +450,15 @@ def repair(nb: nbformat.NotebookNode | None, release: nbformat.NotebookNode) -> 
             continue
         if isinstance(gid, str) and gid in released:
             ours.metadata["nbgrader"] = json.loads(json.dumps(released[gid]))
+        if ours.cell_type == "markdown" and ours.source != sources.get(gid):
+            ours.source, made = written_answer(ours.source, ours.get("attachments", {}))
+            inert, kinds = inert + bool(made), kinds | made
         cells.append(ours)
+    if inert:
+        notes.append(f"{inert} Markdown cell(s) of {NOTEBOOK} held "
+                     f"{' or '.join(INERT_KINDS[k] for k in INERT_KINDS if k in kinds)}: "
+                     "shown as text (an image as a link), so that nothing in your answers runs "
+                     "or loads in a grader's browser")
     if forged:
         notes.append(f"{forged} cell(s) of {NOTEBOOK} carried nbgrader metadata the assignment "
                      "does not have: they are graded as ordinary cells")

@@ -362,6 +362,14 @@ ANSWER = ('<script>alert(1)</script> <img src=x onerror=alert(2)> [click](javasc
           ' <form action="javascript:alert(15)"><button>go</button></form> '
           '<a href=" data:text/html,<script>alert(17)</script>">d</a> '
           '<a href="https://example.org/ok" title="t">fine</a>')
+#: Images that would load from elsewhere in the grader's browser (a tracking pixel), links
+#: by reference, and a mermaid block, whose text nbconvert writes into the page as it is.
+TRACKING = ('![t](http://evil.example/t.png) <img src="http://evil.example/u.png"> [r][bad] '
+            '![s][pic] [n](\njavascript:alert(18))\n\n[bad]: javascript:alert(19)\n'
+            '[pic]: https://evil.example/v.png\n\n```mermaid\n<img src=x onerror=alert(21)>\n```')
+HONEST_ANSWER = ("Because b - a + c stays nearest to *b*: the inputs win unless excluded, "
+                 "so $\\cos(a, b) < 1$ alone says little; see `most_similar(a, b)` and "
+                 "[the paper](https://arxiv.org/abs/1301.3781).")
 RENAMED = "<img src=x onerror=alert(7)>.ipynb"
 
 
@@ -383,7 +391,7 @@ def nbgraded_hostile(tmp_path_factory):
         nb = nbformat.read(ROOT / "exercises" / notebook.NOTEBOOK, as_version=4)
         for gid in load().written:
             notebook.nbgrader_cells(nb)[gid].source = (
-                ANSWER if name == "evil" else "Because b - a + c stays nearest to *b*.")
+                f"{ANSWER}\n\n{TRACKING}" if name == "evil" else HONEST_ANSWER)
         if name == "evil":
             nb.cells.append(nbformat.v4.new_raw_cell("<script>alert(8)</script>",
                                                      metadata={"raw_mimetype": "text/html"}))
@@ -510,3 +518,233 @@ def test_repair_keeps_the_learners_cells_and_the_releases_metadata():
     assert notes == ["1 cell(s) of lab.ipynb carried nbgrader metadata the assignment does not "
                      "have: they are graded as ordinary cells"]
     nbformat.validate(repaired)
+
+
+# --- a learner's Markdown, stored inert for formgrader ------------------------------------------
+
+#: Markdown an attacker who has read escape.inert_markdown would write: raw tags and handlers,
+#: comments, entities, every way to write a script link (scheme case, tab, entity, backslash,
+#: next line, angle brackets, a reference), remote and missing images, a mermaid block, and
+#: places where the scanner and the renderer might disagree about what is code or math.
+HOSTILE_MARKDOWN = [
+    "<script>alert(1)</script>",
+    "x <img src=x onerror=alert(1)> y",
+    "<div>\n<iframe src=//evil.example></iframe>\n</div>",
+    "<!-- c --><style>*{display:none}</style>",
+    "<details open ontoggle=alert(1)>z</details>",
+    "[a](javascript:alert(1))",
+    "[a](JaVaScRiPt:alert(1)) [b]( vbscript:x) [c](data:text/html,x)",
+    "[a](jav&#x09;ascript:alert(1)) [b](&#106;avascript:alert(1))",
+    "[a](javascript\\:alert(1))",
+    "[a](\njavascript:alert(1))",
+    "[a](<javascript:alert(1)>)",
+    "[a][r]\n\n[r]: javascript:alert(1)",
+    "> [a][r]\n>\n> [r]: javascript:alert(1)",
+    "<javascript:alert(1)>",
+    "![t](http://evil.example/t.png)",
+    "![t][r]\n\n[r]: https://evil.example/t.png",
+    "[![t](https://evil.example/t.png)](https://ok.example)",
+    "![m](attachment:missing.png)",
+    "```mermaid\n<img src=x onerror=alert(1)>\n```",
+    "```\n<b>fenced</b>\n```\n\n<script>alert(1)</script>",
+    "$$\n```\n$$\n<script>alert(1)</script>\n```",
+    "$a\n\n<script>alert(1)</script>$",
+    "`a\n\n<script>alert(1)</script>`",
+    "\\`<script>alert(1)</script>\\`",
+    "\\\\<script>alert(1)</script>",
+    "$x$<script>alert(1)</script>$y$",
+    "| a | <img src=x onerror=alert(1)> |\n|---|---|\n| 1 | 2 |",
+    "term\n: <script>alert(1)</script>",
+    "- [ ] <svg onload=alert(1)>",
+]
+#: Safe as nbconvert reads them, live where a renderer reads them otherwise (a fence inside a
+#: list item, math that a renderer without math reads as a link): stored inert all the same.
+CORNERS = [
+    "- a\n   ```\n<script>alert(1)</script>\n```",
+    "$[a](javascript:alert(1))$",
+    "$<script>alert(1)</script>$",
+]
+
+#: Honest answers: each renders exactly as it did (no note).
+HONEST_MARKDOWN = [
+    HONEST_ANSWER.replace("$\\cos(a, b) < 1$", "$\\cos(a, b)$"),
+    "**Why:** the inputs are *nearest*; excluding them, the answer is `queen`.",
+    "1. tie when `V x d` is a large share\n2. untie when it is small\n\n- a\n- b",
+    "| model | tied |\n|:--|--:|\n| GPT-2 | yes |",
+    "> a quote\n> > nested",
+    "```python\nif a < b and c > d:\n    print('<ok>')\n```",
+    "see https://example.org/?a=1&b=2 or [this](https://example.org \"t\") or [me](mailto:a@b.c)",
+    "## Heading\n\n$$\\sum_i x_i^2$$ and $\\sqrt{d}$, a - b, 3 * 4",
+    "![plot](attachment:plot.png)",
+    "a < b, b > c, x->y",
+]
+ATTACHED = {"plot.png": {"image/png": "iVBORw0KGgo="}}
+
+
+def _inert_page(html: str) -> list[str]:
+    """What would run or load in a browser: scripts and the like, event handlers, script and
+    data links, images from anywhere but the notebook itself."""
+    page = Page(html)
+    found = page.live()
+    for tag, attrs in page.elements:
+        if tag in ("iframe", "object", "embed", "style", "form", "base", "link", "meta"):
+            found.append(tag)
+        url = re.sub(r"[\x00-\x20]", "", attrs.get("href") or attrs.get("src") or "").lower()
+        if url.startswith(("data:", "vbscript:")) and not (tag == "img"
+                                                          and url.startswith("data:image/")):
+            found.append(f"{tag} {url}")
+        if tag == "img" and not url.startswith("data:image/"):
+            found.append(f"img {url}")
+    return found
+
+
+@pytest.mark.parametrize("source", HOSTILE_MARKDOWN + CORNERS)
+def test_a_hostile_markdown_cell_is_stored_inert(source):
+    try:  # the attack is real: as sent, nbconvert (formgrader's renderer) makes live HTML
+        before = nbgrade.markdown_problems(nbgrade.render_markdown(source, ATTACHED))
+    except Exception:  # noqa: BLE001 - a missing attachment stops the page altogether
+        before = ["the renderer fails"]
+    assert before or source in CORNERS, source
+    shown, kinds = nbgrade.written_answer(source, ATTACHED)
+    html = nbgrade.render_markdown(shown, ATTACHED)
+    assert not nbgrade.markdown_problems(html), (source, shown, html)
+    assert not _inert_page(html), (source, shown, html)
+    assert kinds <= set(nbgrade.INERT_KINDS) and (kinds or source in CORNERS), source
+    if "`" not in source:  # outside code, no "<" is left in what nbgrader stores
+        assert "<" not in shown, shown
+
+
+def test_hostile_text_is_still_shown_as_text():
+    shown, kinds = nbgrade.written_answer(
+        "<script>alert(1)</script> [a](javascript:alert(2)) ![t](http://evil.example/t.png)", {})
+    text = " ".join(Page(nbgrade.render_markdown(shown, {})).text.split())
+    assert text == "<script>alert(1)</script> [a](javascript:alert(2)) !t", text
+    assert kinds == {"html", "link", "image"}
+    link = [a for t, a in Page(nbgrade.render_markdown(shown, {})).elements if t == "a"]
+    assert link == [{"href": "http://evil.example/t.png"}], "an image is a link at most"
+
+
+@pytest.mark.parametrize("source", HONEST_MARKDOWN)
+def test_an_honest_markdown_cell_renders_as_it_did(source):
+    shown, kinds = nbgrade.written_answer(source, ATTACHED)
+    assert kinds == set(), (source, shown)
+    assert nbgrade.render_markdown(shown, ATTACHED) == nbgrade.render_markdown(source, ATTACHED)
+
+
+def test_math_keeps_its_comparisons_for_mathjax():
+    shown, kinds = nbgrade.written_answer("$a<b$ and $$x>y$$ and `a<b>`", {})
+    assert shown == "$a\\lt b$ and $$x\\gt y$$ and `a<b>`" and kinds == set()
+
+
+def test_the_release_notebook_is_stored_as_it_is():
+    """Every Markdown cell the course itself wrote (what an honest learner leaves alone)."""
+    import nbformat
+
+    from solutions import notebook
+
+    release = nbformat.read(ROOT / "exercises" / notebook.NOTEBOOK, as_version=4)
+    for cell in release.cells:
+        if cell.cell_type == "markdown":
+            assert nbgrade.written_answer(cell.source, {}) == (cell.source, set())
+
+
+def _notebook(course: Path, folder: str, learner: str):
+    import nbformat
+
+    return nbformat.read(course / folder / learner / nbgrade.ASSIGNMENT / "lab.ipynb",
+                         as_version=4)
+
+
+def test_nbgrader_stores_written_answers_inert(nbgraded_hostile):
+    """submitted/ (our copy) and autograded/ (nbgrader's, which formgrader renders): the
+    hostile learner's written answers hold no raw tag and no script link; the note says
+    so; the honest learner's answers are theirs, with no note."""
+    from solutions import notebook
+
+    _, course, _ = nbgraded_hostile
+    for folder in ("submitted", "autograded"):
+        nb = _notebook(course, folder, "evil")
+        for gid in load().written:
+            source = notebook.nbgrader_cells(nb)[gid].source
+            assert "```\n<img src=x onerror=alert(21)>\n```" in source, "mermaid: plain code"
+            outside_code = re.sub(r"(?ms)^```.*?^```", "", source)
+            assert "<" not in outside_code and "https://example.org/ok" in source, source
+            assert not re.search(r"(?<!\\)\]\((?!https?://|mailto:|#)", source), source
+        note = Page(nbgrade.render_markdown(nb.cells[0].source, {})).text
+        assert ("Markdown cell(s) of lab.ipynb held raw HTML or a link that is not http, "
+                "https or mailto or an image not attached to the notebook: shown as text") in note
+        honest = _notebook(course, folder, "honest")
+        answers = {notebook.nbgrader_cells(honest)[g].source for g in load().written}
+        assert answers == {HONEST_ANSWER.replace("<", "\\lt ")}
+        assert "shown as text" not in json.dumps(honest.cells[0].source)
+
+
+def _formgrade_view(course: Path, learner: str) -> str:
+    """The page formgrader serves an instructor for a learner's notebook: nbgrader's own
+    handler's exporter and template (formgrade/index.html.j2) on the autograded notebook."""
+    from nbconvert.exporters import HTMLExporter
+    from nbgrader.server_extensions.formgrader import handlers
+    from traitlets.config import Config
+
+    config = Config()
+    config.HTMLExporter.template_name = "formgrade"
+    config.HTMLExporter.extra_template_basedirs = [handlers.template_path]
+    path = course / "autograded" / learner / nbgrade.ASSIGNMENT / "lab.ipynb"
+    resources = {"assignment_id": nbgrade.ASSIGNMENT, "notebook_id": "lab",
+                 "submission_id": "s1", "index": 0, "total": 2, "base_url": "/x",
+                 "student": learner, "last_name": "", "first_name": "",
+                 "notebook_path": str(path)}
+    return HTMLExporter(config=config).from_filename(str(path), resources=resources)[0]
+
+
+def test_formgrader_view_holds_no_live_html(nbgraded_hostile, tmp_path):
+    _, course, _ = nbgraded_hostile
+    html = _formgrade_view(course, "evil")
+    # The notebook's part of the page (the template's own navigation has its handlers).
+    body = html.split('id="notebook-container"', 1)[1].split('<div class="help">', 1)[0]
+    assert not _inert_page(body), _inert_page(body)
+    assert "evil.example" not in "".join(
+        a.get("src") or "" for _, a in Page(body).elements), "no image loads from elsewhere"
+    text = " ".join(Page(body).text.split())
+    assert "<script>alert(1)</script>" in text and "fine" in text
+    assert "Student's answer" in text  # it is formgrader's view of the written answers
+    honest = " ".join(Page(_formgrade_view(course, "honest")).text.split())
+    assert "Because b - a + c stays nearest to b: the inputs win unless excluded" in honest
+    (tmp_path / "evil.html").write_text(html, encoding="utf-8")
+
+
+def test_formgrader_view_runs_nothing_in_a_browser(nbgraded_hostile, tmp_path):
+    """The same page in headless Chromium, offline: no dialog opens, no request goes out to
+    the learner's hosts, no flag is set by anything of the learner's."""
+    from tests import test_page
+
+    _, course, _ = nbgraded_hostile
+    page_file = tmp_path / "evil.html"
+    page_file.write_text(_formgrade_view(course, "evil").replace(
+        "alert(", "(window.__pwned=1),alert("), encoding="utf-8")
+    executable = test_page._chromium()
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("playwright is a dev requirement: pip install -r requirements-dev.txt")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+        context = browser.new_context(offline=True)
+        tab = context.new_page()
+        dialogs, requests = [], []
+        tab.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        tab.on("request", lambda r: requests.append(r.url))
+        tab.goto(page_file.as_uri(), wait_until="load")
+        tab.wait_for_timeout(500)
+        answers = "#notebook-container"
+        for element in tab.query_selector_all(f"{answers} details, {answers} button"):
+            element.click(timeout=1000)  # what a grader might open or press (none is left)
+        hrefs = tab.evaluate(f"[...document.querySelectorAll('{answers} a')].map(a => a.href)")
+        pwned = tab.evaluate("window.__pwned")
+        text = tab.inner_text("body")
+        browser.close()
+    assert not dialogs and pwned is None, (dialogs, pwned)
+    assert not [u for u in requests if "evil.example" in u], requests
+    assert hrefs and all(h.startswith(("https:", "http:", "mailto:", "file:")) for h in hrefs), \
+        hrefs  # file: is the page itself, for its #anchors
+    assert "<script>(window.__pwned=1),alert(1)</script>" in text
