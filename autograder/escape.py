@@ -23,6 +23,7 @@ Markdown, whose writers escape once.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from .untrusted import clean_text
 
@@ -118,7 +119,7 @@ _FENCE = re.compile(r"(`{3,}|~{3,})(.*)")
 #: ``\\[...\\]``, ``\begin{env}...\end{env}``, nbconvert's own patterns), a backslash escape,
 #: a code span (never across a blank line, where a paragraph ends), an attached image.
 _ESCAPE = r"(?P<esc>\\[!-/:-@\[-`{-~])"
-_CODE = r"(?P<code>(?<!`)(?P<ticks>`+)(?!`)(?:[^\n]|\n(?![ \t]*\n))+?(?<!`)(?P=ticks)(?!`))"
+_CODE = r"(?P<code>`+)"  # its closing run: ``_closing``
 _ATTACHED = r"(?P<attached>!\[[^\[\]\\`<>&\n]*\]\(attachment:(?P<name>[^\s()<>&\\]+)\))"
 #: Blockquote markers at the start of a line: their ">" is Markdown, kept.
 _QUOTE = re.compile(r"(?m)^[ \t]*(?:>[ \t]*)+")
@@ -129,6 +130,26 @@ _SAFE_TARGET = re.compile(r"(?i)\s*(https?://|mailto:|#)")
 _TAG_LIKE = re.compile(r"<[A-Za-z/!?]|&#?\w+;")
 _SHOWN = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _MATH_SHOWN = {"<": r"\lt ", ">": r"\gt "}  # MathJax reads \lt as <; no "<" is left
+
+
+def _closing(text: str) -> Callable[[int, int], int | None]:
+    """For a chunk: where the code span opened by the backtick run at ``start`` ends (the end
+    of the next run as long, before a blank line), or None. Every run is indexed once, so a
+    chunk of many unclosed runs costs no more than reading it."""
+    from bisect import bisect_right
+
+    runs: dict[int, list[int]] = {}
+    for m in re.finditer("`+", text):
+        runs.setdefault(len(m.group()), []).append(m.start())
+    breaks = [m.start() for m in re.finditer(r"\n[ \t]*\n", text)]
+
+    def close(start: int, length: int) -> int | None:
+        later = runs[length]
+        k = bisect_right(later, start)
+        limit = breaks[b] if (b := bisect_right(breaks, start)) < len(breaks) else len(text)
+        return later[k] + length if k < len(later) and later[k] < limit else None
+
+    return close
 
 
 def _scanner() -> re.Pattern:
@@ -182,9 +203,16 @@ def inert_markdown(source: str, attachments: dict | None = None) -> tuple[str, s
         text = "\n".join(chunk)
         quotes = {m.start() + k for m in _QUOTE.finditer(text)
                   for k, c in enumerate(m.group()) if c == ">"}
-        pieces, pos = [], 0
+        pieces, pos, close = [], 0, _closing(text)
         while (m := scanner.search(text, pos)) is not None:
             kind, body = m.lastgroup, m.group()  # the outer group of its alternative
+            if kind == "code":
+                end = close(m.start(), len(body))
+                if end is None:  # an unclosed run is text, kept as it is
+                    pieces += [_plain(text, pos, m.start(), quotes, found), body]
+                    pos = m.end()
+                    continue
+                body = text[m.start():end]
             if kind == "math" and (re.search(r"\n[ \t]*\n", body) or re.search(r"\]\(|\]:|!\[",
                                                                                body)):
                 kind = None  # not one paragraph's math, or holding a link: plain text
@@ -200,7 +228,7 @@ def inert_markdown(source: str, attachments: dict | None = None) -> tuple[str, s
             elif kind == "esc" and body[1] in _SHOWN:
                 body = _SHOWN[body[1]]  # \< meant a plain "<": the entity shows just that
             pieces.append(body)
-            pos = m.end()
+            pos = m.start() + len(body) if kind == "code" else m.end()
         pieces.append(_plain(text, pos, len(text), quotes, found))
         out.append("".join(pieces))
         chunk.clear()

@@ -351,6 +351,16 @@ ALIGN = re.compile(r"text-align:(left|right|center)")
 #: A Markdown cell that cannot be made inert (never seen: both ways of showing it as text
 #: failed the read-back) is replaced by this.
 NOT_SHOWN = "*(This cell could not be shown safely; it is in the submission as it was sent.)*"
+#: The learner's Markdown, in all, that is scanned (no lab's answers come near): the rest is
+#: stored as plain text, since the scanner's and the renderer's math patterns may take
+#: seconds on a crafted cell.
+MAX_MARKDOWN = 20_000
+
+
+def plain_markdown(source: str) -> str:
+    """A cell as plain text (``escape.markdown_text``), with no ``$`` or ``{`` left for
+    nbconvert's math patterns to start from."""
+    return markdown_text(source).replace("$", "\\$").replace("{", "\\{")
 
 
 def render_markdown(source: str, attachments: dict) -> str:
@@ -395,14 +405,17 @@ def markdown_problems(html: str) -> list[str]:
     return found
 
 
-def written_answer(source: str, attachments: dict) -> tuple[str, set[str]]:
+def written_answer(source: str, attachments: dict, scan: bool = True) -> tuple[str, set[str]]:
     """A learner's Markdown cell as nbgrader stores it: ``escape.inert_markdown``, read back
     through nbconvert's renderer (``markdown_problems``); where that still shows something
     that is not Markdown's own (a renderer's corner the scanner read differently), the cell
-    as plain text (``escape.markdown_text``), failing closed. Also what was made inert, for
-    the learner's note: empty when the cell renders exactly as it did."""
+    as plain text (``plain_markdown``), failing closed; plain text too when not ``scan``
+    (past ``MAX_MARKDOWN``). Also what was made inert, for the learner's note: empty when the
+    cell renders exactly as it did."""
+    if not scan or len(source) > MAX_MARKDOWN:
+        return plain_markdown(source), {"long"}
     inert, found = inert_markdown(source, attachments)
-    for shown in (inert, markdown_text(source), NOT_SHOWN):
+    for shown in (inert, plain_markdown(source), NOT_SHOWN):
         try:
             if not markdown_problems(render_markdown(shown, attachments)):
                 break
@@ -419,7 +432,8 @@ def written_answer(source: str, attachments: dict) -> tuple[str, set[str]]:
 
 #: What the learner's note names, for each kind ``written_answer`` reports.
 INERT_KINDS = {"html": "raw HTML", "link": "a link that is not http, https or mailto",
-               "image": "an image not attached to the notebook"}
+               "image": "an image not attached to the notebook",
+               "long": f"more than {MAX_MARKDOWN:,} characters of Markdown in all"}
 
 
 def repair(nb: nbformat.NotebookNode | None, release: nbformat.NotebookNode) -> tuple[
@@ -439,7 +453,7 @@ def repair(nb: nbformat.NotebookNode | None, release: nbformat.NotebookNode) -> 
     notes = []
     released = {gid: cell.metadata["nbgrader"] for gid, cell in nbgrader_cells(release).items()}
     sources = {gid: cell.source for gid, cell in nbgrader_cells(release).items()}
-    cells, forged, inert, kinds = [], 0, 0, set()
+    cells, forged, inert, kinds, budget = [], 0, 0, set(), MAX_MARKDOWN
     for cell in nb.cells:
         meta = cell.get("metadata", {}).get("nbgrader")
         gid = meta.get("grade_id") if isinstance(meta, dict) else None
@@ -451,7 +465,9 @@ def repair(nb: nbformat.NotebookNode | None, release: nbformat.NotebookNode) -> 
         if isinstance(gid, str) and gid in released:
             ours.metadata["nbgrader"] = json.loads(json.dumps(released[gid]))
         if ours.cell_type == "markdown" and ours.source != sources.get(gid):
-            ours.source, made = written_answer(ours.source, ours.get("attachments", {}))
+            budget -= len(ours.source)
+            ours.source, made = written_answer(ours.source, ours.get("attachments", {}),
+                                               scan=budget >= 0)
             inert, kinds = inert + bool(made), kinds | made
         cells.append(ours)
     if inert:

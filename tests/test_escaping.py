@@ -631,6 +631,23 @@ def test_an_honest_markdown_cell_renders_as_it_did(source):
     assert nbgrade.render_markdown(shown, ATTACHED) == nbgrade.render_markdown(source, ATTACHED)
 
 
+def test_a_very_long_markdown_cell_is_plain_text_and_quick():
+    import time
+
+    started = time.perf_counter()
+    crafted = ["".join("`" * k + "<b>x" for k in range(1, 190)),  # unclosed code spans
+               "\\begin{a}<b>" * 1600, "$" + "\\begin{a}" * 2000]  # unclosed math
+    for source in crafted:
+        shown, kinds = nbgrade.written_answer(source, {})
+        assert not nbgrade.markdown_problems(nbgrade.render_markdown(shown, {})), source[:50]
+        assert "<" not in shown.replace("\\lt", "")
+    long = "<script>" * 3000
+    shown, kinds = nbgrade.written_answer(long, {}, scan=False)
+    assert kinds == {"long"} and not nbgrade.markdown_problems(nbgrade.render_markdown(shown, {}))
+    assert nbgrade.written_answer("\\begin{a}" * 9000, {}, scan=False)[1] == {"long"}
+    assert time.perf_counter() - started < 30
+
+
 def test_math_keeps_its_comparisons_for_mathjax():
     shown, kinds = nbgrade.written_answer("$a<b$ and $$x>y$$ and `a<b>`", {})
     assert shown == "$a\\lt b$ and $$x\\gt y$$ and `a<b>`" and kinds == set()
@@ -748,3 +765,27 @@ def test_formgrader_view_runs_nothing_in_a_browser(nbgraded_hostile, tmp_path):
     assert hrefs and all(h.startswith(("https:", "http:", "mailto:", "file:")) for h in hrefs), \
         hrefs  # file: is the page itself, for its #anchors
     assert "<script>(window.__pwned=1),alert(1)</script>" in text
+
+
+def test_repair_scans_only_so_much_markdown():
+    """A notebook of many crafted cells: past ``MAX_MARKDOWN`` in all, cells are plain text,
+    quickly, and the note says why."""
+    import time
+
+    import nbformat
+
+    from solutions import notebook
+
+    release = nbformat.read(ROOT / "exercises" / notebook.NOTEBOOK, as_version=4)
+    nb = nbformat.from_dict(json.loads(json.dumps(release)))
+    nb.cells += [nbformat.v4.new_markdown_cell("<b>x</b> $a<b$ \\begin{a}" * 400)
+                 for _ in range(12)]
+    started = time.perf_counter()
+    repaired, notes = nbgrade.repair(nb, release)
+    assert time.perf_counter() - started < 30
+    mine = [c.source for c in repaired.cells[-12:]]
+    assert all("<b>" not in s for s in mine) and mine[0] != mine[-1]  # scanned, then plain
+    for source in mine:
+        assert not nbgrade.markdown_problems(nbgrade.render_markdown(source, {}))
+    assert len(notes) == 1 and notes[0].startswith("12 Markdown cell(s) of lab.ipynb held raw "
+                                                   "HTML or more than 20,000 characters")
