@@ -231,6 +231,11 @@ def _watched(call: Callable[[], object], watch: bool = False, **inputs: torch.Te
 # --- embedding ------------------------------------------------------------------------------
 
 
+def _set_weight(layer: nn.Module, weight: torch.Tensor) -> None:
+    with torch.no_grad():
+        layer.weight.copy_(weight)
+
+
 def _weight_facts(layer: nn.Module) -> dict:
     """What the layer says about its weight: only ever used to explain a wrong value."""
     weight = getattr(layer, "weight", None)
@@ -285,23 +290,23 @@ def embedding_parameter(m, vocab_size, d_model, weight, ids, grad, lr, positiona
 def embedding_forward(m, vocab_size, d_model, weight, ids, device="cpu", scale=False, grad=None,
                       watch=False, layout=None, positional=None):
     """The learner's forward on ``ids`` (laid out as ``layout`` says, see ``_arranged``) with
-    the grader's ``weight`` loaded, ``load_state_dict({"weight": weight}, strict=False)`` (what
-    it loaded is under "load"), and the ids afterwards (``_watched``); its gradient if
-    ``grad``; with ``watch``, the torch functions and ATen operators it ran
-    (``record_calls``). On the meta device, the output alone (``meta_device.MetaWithValues``).
-    ``positional``: how the layer is built, as ``_call`` says."""
+    the grader's ``weight`` copied into the layer's own (copied, not loaded: whether state_dict
+    sees the weight is structural, judged by ``embedding_parameter`` for its message only),
+    and the ids afterwards (``_watched``); its gradient if ``grad``; with ``watch``, the torch
+    functions and ATen operators it ran (``record_calls``). On the meta device, the output
+    alone (``meta_device.MetaWithValues``). ``positional``: how the layer is built, as
+    ``_call`` says (None: ``Embedding(V, d, scale=...)``; 0: every argument by name)."""
     layer = _call(m["embeddings"].Embedding, {"vocab_size": vocab_size, "d_model": d_model,
                                               "scale": scale}, 2 if positional is None else 0)
+    _set_weight(layer, weight)
     layer = layer.to(dtype=weight.dtype)
-    loaded = _attempt(lambda: _load(layer, {"weight": weight}, strict=False))
     if device == "meta":
-        return {"out": on_meta(layer, ids, module=layer), "load": loaded}
+        return {"out": on_meta(layer, ids, module=layer)}
     layer = layer.to(device)
     if not isinstance(ids, torch.Tensor):  # a list, say: check_ids must refuse it
-        return {"out": layer(ids), "load": loaded}
+        return {"out": layer(ids)}
     ids = _arranged(_on(ids, device), layout)
     result = _watched(lambda: layer(ids), watch, ids=ids)
-    result["load"] = loaded
     out = result["out"]
     if grad is not None and isinstance(out, torch.Tensor):
         if out.requires_grad:  # else: cut off from the weight, reported as no gradient
@@ -513,8 +518,8 @@ def _tie_facts(model: nn.Module) -> dict:
 
 
 def _state(model: nn.Module) -> dict:
-    """The state_dict as copies. The init stage judges these draws statistically (they are
-    what init_weights is for); every other use picks a message, never an expected value."""
+    """The state_dict as copies: the draws the init stage judges statistically (they are what
+    init_weights is for), never a state an expected value is computed from."""
     return {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 
@@ -526,16 +531,11 @@ def _trainable(model: nn.Module) -> None:
 
 
 @probe
-def gpt2_build(m, config, ids, state=None):
-    """Build a GPT2, report the tie, and its logits on ``ids``: as built (with ``state`` None,
-    and then its state_dict too, for a message), or once the grader's ``state`` is loaded
-    (``load_state_dict(state, strict=False)``; what it loaded is under "load")."""
+def gpt2_build(m, config, ids):
+    """Build a GPT2; the tie and its logits on ``ids``, as built: the initial loss is judged
+    on them."""
     model = _build(m, config)
     out = _tie_facts(model)
-    if state is None:
-        out["state"] = _state(model)
-    else:
-        out["load"] = _attempt(lambda: _load(model, state, strict=False))
     model.eval()
     with torch.no_grad():
         out["logits"] = _attempt(lambda: model(ids))

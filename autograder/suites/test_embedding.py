@@ -7,15 +7,14 @@ init stage's functions (reset_parameters, scale_output) replaced by public scaff
 what was expected and the likely mistake, in the chapter's words.
 
 Every point is earned by values the learner's code computes on fresh inputs, with the grader's
-own matrix loaded into the layer (``load_state_dict({"weight": W})``, so a weight that
-state_dict does not see keeps its own numbers and the rows come out wrong). What its process
-reports about itself (the weight's type, the recorded calls, whether an input was changed in
-place) is forgeable there: the checks built on it (``test_weight_is_a_parameter``,
-``test_ids_are_left_unchanged``) name the mistake and carry no points (rubric.toml; README,
-"The threat model"). The one exception is the built-in ban, judged from the submitted source
-as well (``autograder/suites/bans.py``), outside the learner's reach. The meta-device pass
-(no GPU) only ever takes points away, and never from correct code: its tensors keep their
-values behind them (tests/test_meta_pass.py).
+own matrix copied into the layer's weight. What its process reports about itself (the
+weight's type, the recorded calls, whether an input was changed in place) is forgeable there:
+the checks built on it (``test_weight_is_a_parameter``, ``test_ids_are_left_unchanged``) name
+the mistake and carry no points (rubric.toml; README, "The threat model"). The one
+exception is the built-in ban, judged from the submitted source as well
+(``autograder/suites/bans.py``), outside the learner's reach. The meta-device pass (no GPU)
+only ever takes points away, and never from correct code: its tensors keep their values
+behind them (tests/test_meta_pass.py).
 """
 
 from __future__ import annotations
@@ -50,8 +49,7 @@ CHECK_IDS = "check_ids(ids, vocab_size)"
 #: requirement on other inputs (tests/test_requirements.py holds every hidden test to one).
 VISIBLE: dict[str, tuple[str, ...]] = {
     "test_weight_is_a_parameter": ("test_weight_is_a_registered_v_by_d_parameter",),
-    "test_lookup_every_shape": ("test_forward_is_the_row_lookup", "test_ids_of_any_shape",
-                                "test_weight_is_a_registered_v_by_d_parameter"),
+    "test_lookup_every_shape": ("test_forward_is_the_row_lookup", "test_ids_of_any_shape"),
     "test_ids_are_left_unchanged": ("test_forward_leaves_the_ids_as_they_were",),
     "test_meta_device_and_dtypes": ("test_output_keeps_the_weights_dtype_and_device",),
     "test_out_of_range_ids_are_refused": ("test_ids_outside_the_vocabulary_raise",),
@@ -96,8 +94,7 @@ def _not_a_parameter(facts: dict, V: int, d: int, seen: str) -> Mistake:
 def test_weight_is_a_parameter(learner, seed, gen):
     """weight is a registered nn.Parameter of shape (vocab_size, d_model)
 
-    Structural, so it carries no points (an unregistered weight loses them in the lookups,
-    which load W with load_state_dict): a fresh (V, d) matrix W loaded with
+    Structural, so it carries no points: a fresh (V, d) matrix W loaded with
     load_state_dict({"weight": W}) must be what the Parameter registered as "weight" holds, a
     gradient must reach its .grad and one SGD step over layer.parameters() must move it to
     W - lr * grad. All of it is computed in the learner's process, from W alone."""
@@ -152,7 +149,6 @@ def test_lookup_every_shape(learner, seed, gen, devices):
             what = f"{built} on {name}, shape {tuple(shape)}, on {device}"
             check_signature(outcome, built, EMBEDDING)
             result = unwrap(outcome, what, MODULE)
-            _weight_loaded(result, what)
             out = expect_tensor(result["out"], what, device=device)
             if tuple(out.shape) != tuple(expected.shape):
                 raise Mistake(
@@ -163,21 +159,6 @@ def test_lookup_every_shape(learner, seed, gen, devices):
                 where = first_difference(out, expected)
                 raise Mistake(f"{what}: the rows differ from weight[ids] {where}; "
                               "a lookup copies rows, it does no arithmetic")
-
-
-def _weight_loaded(result: dict, what: str) -> None:
-    """load_state_dict({"weight": W}) must have loaded W: the layer's state_dict holds its
-    matrix under "weight" (a registered Parameter), as the stub says."""
-    loaded = result["load"]
-    if isinstance(loaded, dict) and "error" in loaded:
-        raise Mistake(f"{what}: load_state_dict({{'weight': W}}) raised {loaded['error']}: "
-                      f"{loaded['message']}: self.weight must be the layer's (vocab_size, "
-                      "d_model) nn.Parameter")
-    if not isinstance(loaded, dict) or "weight" in (loaded.get("unexpected") or ()):
-        raise Mistake(f"{what}: load_state_dict({{'weight': W}}) did not load W, because the "
-                      "layer's state_dict has no 'weight': make self.weight an nn.Parameter "
-                      "(self.weight = nn.Parameter(...)), so that state_dict, .parameters(), "
-                      "optimisers and .to() all see it")
 
 
 def test_ids_are_left_unchanged(learner, seed, gen):

@@ -250,8 +250,9 @@ def test_tied_logits_and_initial_loss(learner, seed, gen):
     """the tied model's logits are h @ E.T, and its initial loss on random ids is about ln V
 
     The loss is the learner's own model as built (its initial values are what is judged); the
-    logits are earned on the grader's checkpoint, loaded into the model: they must be lumen's
-    h @ E^T with E the checkpoint's wte.weight (stored once: the head must follow it)."""
+    logits are earned on the grader's checkpoint, loaded into the model, with wte.weight then
+    changed in place by a fresh delta: they must be lumen's h @ (E + delta)^T with E the
+    checkpoint's wte.weight (stored once), values that only a head sharing wte's matrix gives."""
     V = SQUARE["vocab_size"]
     B, T = 8, SQUARE["n_ctx"]
     ids = torch.randint(0, V, (B, T), generator=gen)
@@ -276,16 +277,17 @@ def test_tied_logits_and_initial_loss(learner, seed, gen):
             "rescaled or transposed matrix, or one multiplied by sqrt(d_model)): tie the "
             f"Parameter as it is, {TIE}"
         )
-    state = values.grader_state(SQUARE, gen)
+    state, delta = values.grader_state(SQUARE, gen), _delta(gen, SQUARE)
     what = f"{_described(SQUARE)} with a checkpoint loaded that stores E once (as wte.weight)"
-    reply = unwrap(learner.call("gpt2_build", seed=seed, config=SQUARE, ids=ids, state=state),
-                   what, MODULE)
+    reply = unwrap(learner.call("gpt2_perturbed", seed=seed, config=SQUARE, state=state, ids=ids,
+                                delta=delta), what, MODULE)
     _loaded(reply, what)
-    logits = _logits(reply, what)
-    expected = values.logits(values.lumen_gpt2(SQUARE, state), ids)
+    logits = _logits(reply, what, reply["before"])
+    E = state["wte.weight"]
+    expected = values.logits(values.lumen_gpt2(SQUARE, state, wte=E + delta), ids)
     if values.close(logits, expected):
         return
-    if _transposed(reply):
+    if _transposed(reply["before"]):
         raise Mistake(
             f"{what}: the logits are h @ E, not h @ E.T: your head holds the transposed table. "
             "nn.Linear computes h @ weight.T and stores (V, d), the table's own layout, so the "
@@ -293,8 +295,8 @@ def test_tied_logits_and_initial_loss(learner, seed, gen):
         )
     if isinstance(logits, torch.Tensor) and tuple(logits.shape) == tuple(expected.shape):
         raise _not_the_same_parameter(
-            what, reply, "the logits differ from h @ E.T with E the loaded wte.weight "
-            f"{values.first_gap(logits, expected)}")
+            what, reply["before"], "the logits differ from h @ (E + delta).T with E the loaded "
+            f"wte.weight {values.first_gap(logits, expected)}")
     raise Mistake(f"{what}: the logits have shape {_shape(logits)}, expected "
                   f"{tuple(expected.shape)}")
 
