@@ -151,12 +151,13 @@ def _stage(grader, folder: Path, stage: str, seed: int = 11):
 
 @pytest.mark.parametrize("stage", ["tying", "embedding"])
 def test_reported_state_and_facts_move_no_point(grader, tmp_path, stage):
-    """Correct code with every reported state and fact forged keeps the stage's full marks:
-    no expected value and no point rests on them."""
+    """Correct code with every reported state and fact forged keeps the stage's marks: no
+    expected value and no point rests on them. (The forgery's own code, which reaches into the
+    running program, is refused by the source check: the ban test alone loses its points.)"""
     folder = make_submission(tmp_path / "garbage", payload("gc.get_objects", GARBAGE))
     graded = _stage(grader, folder, stage)
-    assert graded.score == graded.max_score, [
-        (r.name, r.message) for r, got, worth in graded.tests if got < worth]
+    lost = {r.name: r.message for r, got, worth in graded.tests if got < worth}
+    assert set(lost) <= {"test_no_builtin_embedding"}, lost
 
 
 # --- a mistake that a 0-point check names still loses points, unless structural only ------
@@ -169,7 +170,6 @@ STRUCTURAL_ONLY = {
     ("onehot", "embed_via_onehot looks the rows up (weight[ids]), no product"),
     ("onehot", "the one-hot built, then its argmax looked up"),
     ("neighbours", "cosine_similarity divides its inputs in place"),
-    ("neighbours", "analogy builds its query in place, in E[b]"),
     ("init", "scale_output in place (x.mul_)"),
 }
 
