@@ -305,6 +305,10 @@ class Forgery:
     forged: dict[str, str]  # the same mistake, with the forgery
     stolen: frozenset[str]  # the tests the forgery targets: each must fail
     route: str | None = field(default=None)  # how it reaches the probes, if it does
+    #: Tests whose values under test the forgery produces itself (draws of the right
+    #: distribution, made in the probe): passing them is the exercise done in another place,
+    #: which no grader can tell from doing it in the stub (README, "The threat model").
+    redone: frozenset[str] = field(default=frozenset())
 
 
 def _forging(stage, honest, route, transform, stolen) -> Forgery:
@@ -343,12 +347,11 @@ FORGERIES: dict[str, Forgery] = {
                frozenset(TYING + ("test_tied_logits_and_initial_loss",
                                   "test_tie_survives_to_and_load")), route)
        for route in MUST_REACH},
-    "init: N(0, 1) draws, statistics forged through gc.get_objects":
-        _forging("init", STD_IGNORED, "gc.get_objects", STATISTICS,
-                 ("test_reset_parameters_uses_std", "test_reset_refills_in_place")),
-    "init: N(0, 1) draws, statistics forged from frames":
-        _forging("init", STD_IGNORED, "frames from a thread started at import", STATISTICS,
-                 ("test_reset_parameters_uses_std",)),
+    **{f"init: N(0, 1) draws, statistics forged through {route}": Forgery(
+        "init", STD_IGNORED, {**STD_IGNORED, **payload(route, STATISTICS)},
+        frozenset({"test_reset_refills_in_place"}), route,
+        redone=frozenset({"test_reset_parameters_uses_std", "test_std_none_means_inverse_sqrt_d"}))
+       for route in MUST_REACH},
     "onehot: F.one_hot inside torch._C.DisableTorchFunction()": Forgery(
         "onehot", F_ONE_HOT, one_hot_by('''
             with torch._C.DisableTorchFunction():
@@ -412,8 +415,8 @@ def test_forgery_gains_nothing(grader, honest_results, tmp_path, name):
     stole = sorted(t for t in forgery.stolen if forged[t].passed)
     assert not stole, f"the forgery passed {stole}, which the honest mistake fails"
     points = load_rubric().points[forgery.stage]  # a structural check has none to gain
-    gained = sorted(t for t, r in forged.items()
-                    if r.passed and not honest[t].passed and points[t] > 0)
+    gained = sorted(t for t, r in forged.items() if r.passed and not honest[t].passed
+                    and points[t] > 0 and t not in forgery.redone)
     assert not gained, f"the forgery passed {gained}, which the honest mistake fails"
 
 

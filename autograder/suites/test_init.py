@@ -11,8 +11,9 @@ distribution) with the chapter's N(0, std^2), with bounds derived from the sampl
 
 The statistics are those of the draws the learner's code makes, which are the thing under
 test: producing draws that fit is what reset_parameters and init_weights are for, and every
-bound they are held to is computed here. The structural requirements (reset_parameters
-refills the SAME Parameter in place, keeping its dtype; scale_output leaves its input alone)
+bound they are held to is computed here (their dtype included: a reset after ``.double()``
+draws float64). The structural requirements (reset_parameters refills the SAME Parameter, so
+that an optimiser built before it moves the new rows; scale_output leaves its input alone)
 are observed in the learner's process, where learner code could forge what the probe reports:
 those checks name the mistake and carry no points (rubric.toml; README, "The threat model").
 """
