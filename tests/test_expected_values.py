@@ -109,6 +109,16 @@ def test_structural_checks_and_zero_points_are_one_list(stage):
             assert points[name] > 0, f"{name} carries no points: say why in its docstring"
 
 
+def test_hidden_test_names_are_unique_across_stages():
+    """Verdicts are scored by test name (results.score), so a name in two stages would give
+    one stage's verdict to the other's rubric entry."""
+    seen: dict[str, str] = {}
+    for stage in STAGE_NAMES:
+        for name in _hidden_tests(stage):
+            assert name not in seen, f"{name} is a hidden test of {seen[name]} and of {stage}"
+            seen[name] = stage
+
+
 # --- honest code whose process reports garbage keeps full marks ---------------------------
 
 #: Every reply's reported state and structural facts replaced by what a broken model would

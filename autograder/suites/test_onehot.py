@@ -48,7 +48,7 @@ EMBED = "embed_via_onehot(weight, ids)"
 #: requirement on other inputs (tests/test_requirements.py holds every hidden test to one).
 VISIBLE: dict[str, tuple[str, ...]] = {
     "test_one_hot_rows": ("test_one_hot_matches_pytorch",),
-    "test_inputs_are_left_unchanged": ("test_one_hot_leaves_the_ids_alone",
+    "test_ids_and_weight_are_left_unchanged": ("test_one_hot_leaves_the_ids_alone",
                                        "test_embed_via_onehot_selects_rows"),
     "test_num_classes_is_given": ("test_num_classes_is_given_not_guessed",),
     "test_one_hot_written_by_hand": ("test_one_hot_is_written_by_hand",),
@@ -318,7 +318,7 @@ def test_embed_via_onehot_is_the_lookup(learner, seed, gen, devices):
                     raise _differs(out, weight, ids, what)
 
 
-def test_inputs_are_left_unchanged(learner, seed, gen):
+def test_ids_and_weight_are_left_unchanged(learner, seed, gen):
     """one_hot and embed_via_onehot leave the ids and the weight they are given as they were
 
     Structural, so it carries no points: what the inputs hold afterwards is reported by the
