@@ -6,14 +6,14 @@ and returns what came out. Probes decide nothing; the hidden suites compare in t
 
 Learner code runs in this process and can rewrite anything here, so a reply is only as good as
 what it would cost to forge. Every state a reply is compared against is the grader's: it
-chooses the weights, sends them, and a probe loads them into the learner's model
-(``load_state_dict``) before it runs; the suites compute the expected values from that same
-state with lumen, in the grader's process. Replies carry the VALUES the learner's code
-computed (rows looked up, logits, gradients), and a check earns points only where producing
-the right value is itself the required behaviour. Structural facts (``same_object``, a
-parameter count, the recorded calls, an input changed in place) are observed here, so learner
-code can forge them: they choose the message, and the checks built on them carry no points
-(README, "The threat model").
+chooses the weights, sends them, and a probe puts them into the learner's model
+(``load_state_dict``, or a copy into an Embedding's weight) before it runs; the suites
+compute the expected values from that same state with lumen, in the grader's process.
+Replies carry the VALUES the learner's code computed (rows looked up, logits, gradients), and
+a check earns points only where producing the right value is itself the required behaviour.
+Structural facts (``same_object``, a parameter count, the recorded calls, an input changed in
+place) are observed here, so learner code can forge them: they choose the message, and the
+checks built on them carry no points (README, "The threat model").
 """
 
 from __future__ import annotations
