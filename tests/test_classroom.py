@@ -158,7 +158,10 @@ def test_hidden_results_reach_classroom_as_stage_scores_only():
     for stage in grade.stages:
         assert seen["console"][stage.name] == pytest.approx(stage.score), stage.name
     assert seen["notified"] == (pytest.approx(grade.score), 100.0)
-    assert grade.score == 100 - 4 - 3 - 2
+    points = load().points  # the three checks' points, from the rubric
+    lost = (points["embedding"]["test_lookup_every_shape"] + points["params"]["test_memory_bytes"]
+            + points["tying"]["test_tie_survives_to_and_load"])
+    assert grade.score == 100 - lost
     assert seen["failed"] == "Some tests failed."
     decoded = "".join(base64.b64decode(v).decode() for v in outputs.values())
     assert SECRET not in decoded and SECRET not in seen["log"]  # nothing hidden, anywhere
