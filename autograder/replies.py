@@ -147,7 +147,7 @@ LOADED = {"missing": [ANY], "unexpected": [ANY]}
 COUNT = {"int": Maybe(int), "type": str, "float?": Maybe(float)}
 #: ``probes._tie_facts``: what a model says about its tie (messages only).
 TIE_FACTS = {"same_object": bool, "same_storage": bool, "head_shape": [int],
-             "same_values": bool, "n_params": int, "head_is_param": bool}
+             "same_values": bool, "transposed": bool, "n_params": int, "head_is_param": bool}
 #: A state_dict, as the learner's model returned it.
 STATE = DictOf(ANY)
 #: ``probes._constructed``: a constructor's refusal, or what it left after its last call of
@@ -178,18 +178,19 @@ SCHEMAS: dict[str, object] = {
         "memory": DictOf(OneOf(REFUSAL, COUNT)),
         "embedding_share?": OneOf(NUMBER, REFUSAL, {"type": str}),
     },
-    "gpt2_build": {**TIE_FACTS, "state?": STATE, "logits?": ANY},
+    "gpt2_build": {**TIE_FACTS, "logits": ANY},
     "gpt2_perturbed": {
-        "before": TIE_FACTS, **TIE_FACTS, "load?": attempt(LOADED), "state": STATE,
-        "logits": ANY, "grads?": {"wte.weight": ANY, "lm_head.weight": ANY},
+        "before": TIE_FACTS, **TIE_FACTS, "load": attempt(LOADED), "logits": ANY,
+        "grads?": {"wte.weight": ANY, "lm_head.weight": ANY},
     },
-    "gpt2_sgd_step": {**TIE_FACTS, "state": STATE, "logits": ANY},
-    "gpt2_tie_direction": {**TIE_FACTS, "tied_before": bool, "state": STATE, "logits": ANY},
-    "embedding_init": {"weight": ANY, "after": ANY},
+    "gpt2_sgd_step": {**TIE_FACTS, "load": attempt(LOADED), "logits": ANY},
+    "gpt2_tie_direction": {**TIE_FACTS, "tied_before": bool, "load": attempt(LOADED),
+                           "logits": ANY},
+    "embedding_init": {"weight": ANY},
     "embedding_reset": {"same_object": bool, "rows": ANY, "after": ANY},
     "embedding_scale": {"out": ANY, "input_after": ANY, "grad": ANY},
     "expected_dot_std": {"value": Maybe(float), "type": str},
-    "gpt2_init": {"state": STATE, "logits": ANY},
+    "gpt2_init": {"state": STATE},
     # given code as the learner wrote it (the probes' last section)
     "embedding_as_shipped": CONSTRUCTED,
     "gpt2_as_shipped": CONSTRUCTED,

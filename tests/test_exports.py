@@ -33,6 +33,15 @@ carol,"Cruz, Carol",103,S3,ccruz,Section A,carol@uni.example
 """
 
 
+#: alice's three failed checks, and what she scores, from the rubric (its one source).
+ALICE_FAILS = {"embedding": "test_lookup_every_shape", "params": "test_memory_bytes",
+               "init": "test_rows_are_not_identical"}
+_LOST = {stage: load().points[stage][test] for stage, test in ALICE_FAILS.items()}
+ALICE = f"{100 - sum(_LOST.values()):g}"
+ALICE_EMBEDDING, ALICE_PARAMS = (f"{load().stage_max(stage) - _LOST[stage]:g}"
+                                 for stage in ("embedding", "params"))
+
+
 def _results(learner: str, failing: set[str]) -> dict:
     """A results.json as grade-batch writes it, with the tests in ``failing`` failed."""
     rubric = load()
@@ -48,15 +57,14 @@ def _results(learner: str, failing: set[str]) -> dict:
 
 @pytest.fixture
 def graded_class(tmp_path) -> Path:
-    """alice (92: three checks failed), bob (full marks), dave (not in the roster),
+    """alice (ALICE: three checks failed), bob (full marks), dave (not in the roster),
     eve (not graded: two submissions); carol, in the roster, submitted nothing."""
     subs = tmp_path / "subs"
     for learner in ("alice", "bob", "dave", "eve"):
         (subs / learner).mkdir(parents=True)
     (subs / "eve.zip").write_bytes(b"")  # eve/ and eve.zip: a clash, never graded
     grades = tmp_path / "grades"
-    for learner, failing in (("alice", {"test_lookup_every_shape", "test_memory_bytes",
-                                        "test_rows_are_not_identical"}),
+    for learner, failing in (("alice", set(ALICE_FAILS.values())),
                              ("bob", set()), ("dave", {"test_gpt2_totals"})):
         report.write_json(grades / learner / "results.json", _results(learner, failing))
     (tmp_path / "roster.csv").write_text(ROSTER + "eve,Eve,105,,,Section B,eve@uni.example\n")
@@ -80,7 +88,7 @@ def test_canvas_layout(graded_class, capsys):
                        "The Embedding Layer (4711)"]
     assert rows[1][0].strip() == "Points Possible" and rows[1][5] == "100"
     learners = {r[1]: r for r in rows[2:]}  # Canvas matches by ID (or SIS User/Login ID)
-    assert learners == {"101": ["Adams, Alice", "101", "S1", "aadams", "Section A", "92"],
+    assert learners == {"101": ["Adams, Alice", "101", "S1", "aadams", "Section A", ALICE],
                         "102": ["Brown, Bob", "102", "S2", "bbrown", "Section B", "100"]}
     grades = _rows(graded_class / "grades.csv")  # unchanged: per-stage columns and the total
     assert grades[0] == ["learner", "total", *STAGE_NAMES, "seconds", "notes"]
@@ -100,7 +108,7 @@ def test_moodle_layout(graded_class):
     users = {"alice@uni.example", "bob@uni.example", "carol@uni.example", "eve@uni.example"}
     for email, grade in body:
         assert email in users and 0 <= float(grade) <= 100
-    assert dict(body) == {"alice@uni.example": "92", "bob@uni.example": "100"}
+    assert dict(body) == {"alice@uni.example": ALICE, "bob@uni.example": "100"}
 
 
 def test_roster_csv_and_several_formats_at_once(graded_class, capsys):
@@ -112,7 +120,8 @@ def test_roster_csv_and_several_formats_at_once(graded_class, capsys):
     assert rows[0] == ["submission", "name", "canvas_id", "sis_user_id", "sis_login_id",
                        "section", "email", "total", *STAGE_NAMES]
     alice = dict(zip(rows[0], rows[1], strict=True))
-    assert alice["total"] == "92" and alice["embedding"] == "16" and alice["params"] == "12"
+    assert alice["total"] == ALICE and alice["embedding"] == ALICE_EMBEDDING
+    assert alice["params"] == ALICE_PARAMS
 
 
 def test_moodle_identifier_falls_back_to_username(tmp_path):

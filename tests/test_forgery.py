@@ -2,14 +2,17 @@
 
 Learner code runs in the same process as the grader's probes, so it can reach them (through
 ``sys.modules``, ``gc.get_objects()`` or the frames of the running program, from a thread it
-starts at import) and rewrite what they report; it can also call a banned built-in where the
-in-process recorder does not look. The hidden suites therefore earn points only with values
-computed on fresh inputs and compared in the grader, and judge the bans from the submitted
-source alone (``lumen/rules.py``): the recorder only explains.
+starts at import) and rewrite what they report, or replace the helpers they call (the state
+snapshot, the state loader); it can also call a banned built-in where the in-process recorder
+does not look, or leave its model in a degenerate state (all zeros) that makes any head look
+right. The hidden suites therefore compare only against states the grader made (its own
+checkpoint, loaded into the learner's model) and values computed from them in the grader, give
+no points to checks that rest on what the process reports about itself, and judge the bans
+from the submitted source alone (``lumen/rules.py``): the recorder only explains.
 
 Each case is a known mistake plus a forgery. Graded on its stage, the forged submission must
-fail the tests the forgery targets and pass no test that the honest mistake fails: it gains
-nothing. A canary per route proves that the route really reaches the probes, so that the
+fail the tests the forgery targets and earn no point that the honest mistake does not: it
+gains nothing. A canary per route proves that the route really reaches the probes, so that the
 forgeries are not vacuous.
 """
 
@@ -24,6 +27,7 @@ import pytest
 import torch
 
 from autograder.grading import Grader
+from autograder.rubric import load as load_rubric
 from autograder.sandboxed import probes
 from lumen import rules
 from tests.variants.build import make_submission
@@ -119,6 +123,22 @@ FACTS = '''
         return out
 '''
 
+#: Every float tensor of a GPT-2 probe's reply zeroed: the reported state all zeros, and the
+#: logits and gradients that a model in that state gives (all zeros too).
+ZEROED = '''
+    def _zeroed(value):
+        if isinstance(value, torch.Tensor) and value.is_floating_point():
+            return torch.zeros_like(value)
+        if type(value) is dict:
+            return {k: _zeroed(v) for k, v in value.items()}
+        if type(value) is list:
+            return [_zeroed(v) for v in value]
+        return value
+
+    def _forge(value, args):
+        return _zeroed(value) if "config" in args else value
+'''
+
 #: Every float tensor scaled by the std the probe asked for: N(0, 1) draws then fit N(0, std^2).
 STATISTICS = '''
     def _scaled(value, std):
@@ -161,9 +181,54 @@ INSTALL = '''
 '''
 
 
-def payload(route: str, transform: str) -> dict[str, str]:
+#: The probes module's own helpers replaced, through the probes' __globals__: the state
+#: snapshot (``_state``, and ``_snapshot`` as it was once called) and the state loader
+#: (``_load``) each zero the model's parameters, so the model, its reported state and its
+#: logits all agree on a degenerate all-zero state (h = 0, so every head gives logits 0).
+SNAPSHOT = '''
+    def _zero(model):
+        with torch.no_grad():
+            for p in model.parameters():
+                p.zero_()
+        return {k: torch.zeros_like(v) for k, v in model.state_dict().items()}
+
+    def _zero_load(module, state, strict=True):
+        _zero(module)
+        return {"missing": [], "unexpected": []}
+
+    HELPERS = {"_state": _zero, "_snapshot": _zero, "_load": _zero_load}
+'''
+
+#: The state loader replaced so that a copied head is made to match: after the grader's
+#: checkpoint is loaded, a tied model's head gets wte's numbers too (the copy "loads" E).
+LOAD_COPIES = '''
+    def _helpers(space):
+        real = space["_load"]
+
+        def _load(module, state, strict=True):
+            out = real(module, state, strict)
+            config = getattr(module, "config", None)
+            if getattr(config, "tie_weights", False):
+                with torch.no_grad():
+                    module.lm_head.weight.copy_(module.wte.weight)
+            return out
+
+        return {"_load": _load}
+'''
+
+REPLACE = '''
+    for _table in _probe_tables():
+        for _probe in list(_table.values()):
+            _space = getattr(_probe, "__globals__", None)
+            if type(_space) is dict and "_load" in _space:
+                _new = HELPERS if "HELPERS" in globals() else _helpers(_space)
+                _space.update(_new)
+'''
+
+
+def payload(route: str, transform: str, install: str = INSTALL) -> dict[str, str]:
     """Replacements that add a forgery at the end of embeddings.py (run at import)."""
-    code = "\n".join(textwrap.dedent(part) for part in (ROUTES[route], transform, INSTALL))
+    code = "\n".join(textwrap.dedent(part) for part in (ROUTES[route], transform, install))
     return {HOST: _lumen_source("embeddings", "expected_dot_std") + "\n\n\n" + code}
 
 
@@ -178,6 +243,26 @@ NEW_PARAMETER = {"embeddings:Embedding.reset_parameters": '''
     def reset_parameters(self):
         std = self.std if self.std is not None else 1 / math.sqrt(self.d_model)
         self.weight = nn.Parameter(torch.randn(self.vocab_size, self.d_model) * std)
+'''}
+NEVER_TIES = {"gpt2:GPT2.tie_weights": '''
+    def tie_weights(self):
+        pass
+'''}
+#: No tie, and a degenerate state of the model's own: with ln_f zeroed, h = 0, so the logits
+#: are 0 whatever the head, and so are lumen's on that same state (and the initial loss is
+#: exactly ln V). Expected values computed from the model's reported state would match.
+ZEROED_LN_F = {"gpt2:GPT2.tie_weights": '''
+    def tie_weights(self):
+        with torch.no_grad():
+            self.ln_f.weight.zero_()
+            self.ln_f.bias.zero_()
+'''}
+#: The same, with every parameter zeroed: the state reported is all zeros.
+ALL_ZEROS = {"gpt2:GPT2.tie_weights": '''
+    def tie_weights(self):
+        with torch.no_grad():
+            for p in self.parameters():
+                p.zero_()
 '''}
 STD_IGNORED = {"embeddings:Embedding.reset_parameters": '''
     def reset_parameters(self):
@@ -220,6 +305,10 @@ class Forgery:
     forged: dict[str, str]  # the same mistake, with the forgery
     stolen: frozenset[str]  # the tests the forgery targets: each must fail
     route: str | None = field(default=None)  # how it reaches the probes, if it does
+    #: Tests whose values under test the forgery produces itself (draws of the right
+    #: distribution, made in the probe): passing them is the exercise done in another place,
+    #: which no grader can tell from doing it in the stub (README, "The threat model").
+    redone: frozenset[str] = field(default=frozenset())
 
 
 def _forging(stage, honest, route, transform, stolen) -> Forgery:
@@ -229,8 +318,14 @@ def _forging(stage, honest, route, transform, stolen) -> Forgery:
 
 TYING = ("test_tied_head_is_the_embedding", "test_parameter_count",
          "test_tie_survives_to_and_load")
+#: The tying tests that earn points for a tied model's values (all but the untied one).
+TIED_VALUES = ("test_embedding_matrix_is_kept", "test_tied_logits_and_initial_loss",
+               "test_tie_survives_to_and_load")
 BAN_ONEHOT = ("test_one_hot_written_by_hand",)
 BAN_EMBEDDING = ("test_no_builtin_embedding",)
+
+#: Routes that must reach the probes whatever the worker does with sys.modules.
+MUST_REACH = ("gc.get_objects", "frames from a thread started at import")
 
 FORGERIES: dict[str, Forgery] = {
     **{f"tying: copied head, facts forged through {route}":
@@ -238,12 +333,25 @@ FORGERIES: dict[str, Forgery] = {
     **{f"init: reset makes a new Parameter, same_object forged through {route}":
        _forging("init", NEW_PARAMETER, route, FACTS, ("test_reset_refills_in_place",))
        for route in ROUTES},
-    "init: N(0, 1) draws, statistics forged through gc.get_objects":
-        _forging("init", STD_IGNORED, "gc.get_objects", STATISTICS,
-                 ("test_reset_parameters_uses_std", "test_reset_refills_in_place")),
-    "init: N(0, 1) draws, statistics forged from frames":
-        _forging("init", STD_IGNORED, "frames from a thread started at import", STATISTICS,
-                 ("test_reset_parameters_uses_std",)),
+    "tying: no tie, ln_f zeroed so that h = 0 (a degenerate state of its own)": Forgery(
+        "tying", NEVER_TIES, ZEROED_LN_F, frozenset(TYING + TIED_VALUES)),
+    "tying: no tie, every parameter zeroed (an all-zero state)": Forgery(
+        "tying", NEVER_TIES, ALL_ZEROS, frozenset(TYING + TIED_VALUES)),
+    **{f"tying: copied head, replies zeroed (state, logits, gradients) through {route}":
+       _forging("tying", COPIED_HEAD, route, ZEROED, TYING + TIED_VALUES) for route in MUST_REACH},
+    **{f"tying: no tie, the probes' state snapshot and loader zero the model through {route}":
+       Forgery("tying", NEVER_TIES, {**NEVER_TIES, **payload(route, SNAPSHOT, REPLACE)},
+               frozenset(TYING + TIED_VALUES), route) for route in MUST_REACH},
+    **{f"tying: copied head, the probes' loader copies wte into it through {route}":
+       Forgery("tying", COPIED_HEAD, {**COPIED_HEAD, **payload(route, LOAD_COPIES, REPLACE)},
+               frozenset(TYING + ("test_tied_logits_and_initial_loss",
+                                  "test_tie_survives_to_and_load")), route)
+       for route in MUST_REACH},
+    **{f"init: N(0, 1) draws, statistics forged through {route}": Forgery(
+        "init", STD_IGNORED, {**STD_IGNORED, **payload(route, STATISTICS)},
+        frozenset({"test_reset_refills_in_place"}), route,
+        redone=frozenset({"test_reset_parameters_uses_std", "test_std_none_means_inverse_sqrt_d"}))
+       for route in MUST_REACH},
     "onehot: F.one_hot inside torch._C.DisableTorchFunction()": Forgery(
         "onehot", F_ONE_HOT, one_hot_by('''
             with torch._C.DisableTorchFunction():
@@ -276,10 +384,6 @@ FORGERIES: dict[str, Forgery] = {
        _forging("embedding", F_EMBEDDING, route, FACTS, BAN_EMBEDDING) for route in ROUTES},
 }
 
-#: Routes that must reach the probes whatever the worker does with sys.modules.
-MUST_REACH = ("gc.get_objects", "frames from a thread started at import")
-
-
 @pytest.fixture(scope="module")
 def grader():
     """One warm worker for every forgery, as for a class."""
@@ -310,7 +414,9 @@ def test_forgery_gains_nothing(grader, honest_results, tmp_path, name):
     assert not [r.message for r in forged.values() if r.grader_error]
     stole = sorted(t for t in forgery.stolen if forged[t].passed)
     assert not stole, f"the forgery passed {stole}, which the honest mistake fails"
-    gained = sorted(t for t, r in forged.items() if r.passed and not honest[t].passed)
+    points = load_rubric().points[forgery.stage]  # a structural check has none to gain
+    gained = sorted(t for t, r in forged.items() if r.passed and not honest[t].passed
+                    and points[t] > 0 and t not in forgery.redone)
     assert not gained, f"the forgery passed {gained}, which the honest mistake fails"
 
 

@@ -5,11 +5,15 @@ chosen by the grader (tensors on the CPU, numbers, a device name), calls the lea
 and returns what came out. Probes decide nothing; the hidden suites compare in the parent.
 
 Learner code runs in this process and can rewrite anything here, so a reply is only as good as
-what it would cost to forge. Replies therefore carry VALUES computed from the grader's fresh
-inputs (rows looked up, logits after an in-place change, weights after an optimiser step),
-which only a correct implementation produces, and the suites earn points on those alone.
-Structural facts (``same_object``, a parameter count, the recorded calls) come along only to
-choose the message that explains a wrong value.
+what it would cost to forge. Every state a reply is compared against is the grader's: it
+chooses the weights, sends them, and a probe puts them into the learner's model
+(``load_state_dict``, or a copy into an Embedding's weight) before it runs; the suites
+compute the expected values from that same state with lumen, in the grader's process.
+Replies carry the VALUES the learner's code computed (rows looked up, logits, gradients), and
+a check earns points only where producing the right value is itself the required behaviour.
+Structural facts (``same_object``, a parameter count, the recorded calls, an input changed in
+place) are observed here, so learner code can forge them: they choose the message, and the
+checks built on them carry no points (README, "The threat model").
 """
 
 from __future__ import annotations
@@ -180,11 +184,6 @@ def _params(module: nn.Module) -> list[list]:
     return [[name, list(p.shape), type(p) is nn.Parameter] for name, p in module.named_parameters()]
 
 
-def _set_weight(layer: nn.Module, weight: torch.Tensor) -> None:
-    with torch.no_grad():
-        layer.weight.copy_(weight)
-
-
 # --- calling the stubs of stages embedding, onehot and neighbours as a learner's caller may ---
 
 
@@ -231,6 +230,11 @@ def _watched(call: Callable[[], object], watch: bool = False, **inputs: torch.Te
 
 
 # --- embedding ------------------------------------------------------------------------------
+
+
+def _set_weight(layer: nn.Module, weight: torch.Tensor) -> None:
+    with torch.no_grad():
+        layer.weight.copy_(weight)
 
 
 def _weight_facts(layer: nn.Module) -> dict:
@@ -285,12 +289,16 @@ def embedding_parameter(m, vocab_size, d_model, weight, ids, grad, lr, positiona
 
 @probe
 def embedding_forward(m, vocab_size, d_model, weight, ids, device="cpu", scale=False, grad=None,
-                      watch=False, layout=None):
+                      watch=False, layout=None, positional=None):
     """The learner's forward on ``ids`` (laid out as ``layout`` says, see ``_arranged``) with
-    ``weight`` copied in, and the ids afterwards (``_watched``); its gradient if ``grad``; with
-    ``watch``, the torch functions and ATen operators it ran (``record_calls``). On the meta
-    device, the output alone (``meta_device.MetaWithValues``)."""
-    layer = m["embeddings"].Embedding(vocab_size, d_model, scale=scale)
+    the grader's ``weight`` copied into the layer's own (copied, not loaded: whether state_dict
+    sees the weight is structural, judged by ``embedding_parameter`` for its message only),
+    and the ids afterwards (``_watched``); its gradient if ``grad``; with ``watch``, the torch
+    functions and ATen operators it ran (``record_calls``). On the meta device, the output
+    alone (``meta_device.MetaWithValues``). ``positional``: how the layer is built, as
+    ``_call`` says (None: ``Embedding(V, d, scale=...)``; 0: every argument by name)."""
+    layer = _call(m["embeddings"].Embedding, {"vocab_size": vocab_size, "d_model": d_model,
+                                              "scale": scale}, 2 if positional is None else 0)
     _set_weight(layer, weight)
     layer = layer.to(dtype=weight.dtype)
     if device == "meta":
@@ -503,13 +511,16 @@ def _tie_facts(model: nn.Module) -> dict:
         "same_storage": head.data_ptr() == table.data_ptr(),
         "head_shape": list(head.shape),
         "same_values": head.shape == table.shape and torch.equal(head.detach(), table.detach()),
+        "transposed": head.shape == table.mT.shape and torch.equal(head.detach(),
+                                                                   table.detach().mT),
         "n_params": sum(p.numel() for p in model.parameters()),
         "head_is_param": type(head) is nn.Parameter,
     }
 
 
-def _snapshot(model: nn.Module) -> dict:
-    """The state_dict as copies: the probe changes the model afterwards."""
+def _state(model: nn.Module) -> dict:
+    """The state_dict as copies: the draws the init stage judges statistically (they are what
+    init_weights is for), never a state an expected value is computed from."""
     return {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 
@@ -520,52 +531,35 @@ def _trainable(model: nn.Module) -> None:
         p.requires_grad_(True)
 
 
-def _unscale(model: nn.Module) -> None:
-    """Each embedding's scale_output returns its rows as they are (scale=False's answer), so
-    that a model's logits follow from its state_dict whatever scale_output does: the init
-    stage grades scale_output on its own."""
-    for module in model.modules():
-        if hasattr(type(module), "scale_output"):
-            object.__setattr__(module, "scale_output", _identity)
-
-
-def _identity(x: torch.Tensor) -> torch.Tensor:
-    return x
-
-
 @probe
-def gpt2_build(m, config, ids=None, device="cpu", state=True):
-    """Build a GPT2, report the tie, its state_dict, and its logits on ``ids``."""
-    model = _build(m, config, device)
+def gpt2_build(m, config, ids):
+    """Build a GPT2; the tie and its logits on ``ids``, as built: the initial loss is judged
+    on them."""
+    model = _build(m, config)
     out = _tie_facts(model)
-    if state:
-        out["state"] = {k: v for k, v in model.state_dict().items()}
-    if ids is not None:
-        model.eval()
-        with torch.no_grad():
-            out["logits"] = model(ids.to(device))
+    model.eval()
+    with torch.no_grad():
+        out["logits"] = _attempt(lambda: model(ids))
     return out
 
 
 @probe
-def gpt2_perturbed(m, config, ids, delta, grad=None, dtype=None, device="cpu", state=None):
-    """Build a GPT2 (then ``.to(device, dtype)`` and ``load_state_dict(state)``, if asked), add
-    ``delta`` to wte.weight in place, and return the logits on ``ids`` with the state from
-    before the change.
+def gpt2_perturbed(m, config, state, ids, delta, grad=None, dtype=None, device="cpu"):
+    """Build a GPT2 (then ``.to(device, dtype)``, if asked), load the grader's ``state``
+    (``load_state_dict(state, strict=False)``), add ``delta`` to wte.weight in place, and return
+    the logits on ``ids``.
 
-    Tied, lm_head.weight IS wte.weight, so the logits are h @ (E + delta)^T; a copy, or a tie
-    that .to() or load_state_dict broke, keeps the old head and gives other logits. With
-    ``grad``, also the gradients of sum(logits * grad): wte.weight.grad holds both uses of E
-    only when the two layers share one Parameter.
+    Tied, lm_head.weight IS wte.weight, so the logits are h @ (E + delta)^T with E the loaded
+    wte.weight; a copy, or a tie that .to() or load_state_dict broke, keeps another head and
+    gives other logits. With ``grad``, also the gradients of sum(logits * grad): wte.weight.grad
+    holds both uses of E only when the two layers share one Parameter.
     """
     model = _build(m, config)
     out = {"before": _tie_facts(model)}
     if dtype is not None or device != "cpu":
         model = model.to(device=device, dtype=getattr(torch, dtype) if dtype else None)
-    if state is not None:
-        out["load"] = _attempt(lambda: _load(model, state, strict=False))
+    out["load"] = _attempt(lambda: _load(model, state, strict=False))
     out.update(_tie_facts(model))
-    out["state"] = _snapshot(model)
     model.eval()
     _trainable(model)
     table = model.wte.weight
@@ -581,14 +575,15 @@ def gpt2_perturbed(m, config, ids, delta, grad=None, dtype=None, device="cpu", s
 
 
 @probe
-def gpt2_sgd_step(m, config, ids, grad, ids_after, lr, weight_decay):
-    """One SGD step (with weight decay) over model.parameters() on sum(logits * grad), then
-    the logits on ``ids_after``. parameters() lists a tied matrix once; a head that is its own
-    Parameter (a copy, or .data shared by two Parameters) gets an update of its own, or the
-    shared numbers get decayed twice, and the logits differ."""
+def gpt2_sgd_step(m, config, state, ids, grad, ids_after, lr, weight_decay):
+    """Load the grader's ``state``, take one SGD step (with weight decay) over
+    model.parameters() on sum(logits * grad), then the logits on ``ids_after``.
+    parameters() lists a tied matrix once; a head that is its own Parameter (a copy, or .data
+    shared by two Parameters) gets an update of its own, or the shared numbers get decayed
+    twice, and the logits differ."""
     model = _build(m, config)
     out = _tie_facts(model)
-    out["state"] = _snapshot(model)
+    out["load"] = _attempt(lambda: _load(model, state, strict=False))
     model.eval()
     _trainable(model)
     optimiser = SGD(model.parameters(), lr=lr, weight_decay=weight_decay)
@@ -600,41 +595,27 @@ def gpt2_sgd_step(m, config, ids, grad, ids_after, lr, weight_decay):
 
 
 @probe
-def gpt2_tie_direction(m, config, table, head, ids):
-    """Build untied, fill wte with ``table`` and lm_head with ``head``, then tie; the logits on
-    ``ids`` afterwards, and the state they come from."""
+def gpt2_tie_direction(m, config, state, ids):
+    """Build untied, load the grader's ``state`` (whose wte.weight and lm_head.weight differ),
+    then tie; the logits on ``ids`` afterwards."""
     model = _build(m, {**config, "tie_weights": False})
     tied_before = model.lm_head.weight.data_ptr() == model.wte.weight.data_ptr()  # untied: False
-    _set_weight(model.wte, table)
-    _set_weight(model.lm_head, head)
+    out = {"load": _attempt(lambda: _load(model, state, strict=False))}
     model.config.tie_weights = True
     model.tie_weights()
-    out = _tie_facts(model)
+    out.update(_tie_facts(model))
     out["tied_before"] = tied_before
-    out["state"] = _snapshot(model)
     model.eval()
     with torch.no_grad():
         out["logits"] = _attempt(lambda: model(ids))
     return out
 
 
-def _sgd_step(layer: nn.Module, grad: torch.Tensor, lr: float) -> torch.Tensor:
-    """The layer's weight after one SGD step over layer.parameters() on sum(weight * grad)."""
-    layer.weight.requires_grad_(True)  # another stage's stand-in __init__ leaves it off
-    optimiser = SGD(layer.parameters(), lr=lr)
-    (layer.weight * grad).sum().backward()
-    optimiser.step()
-    return layer.weight.detach().clone()
-
-
 @probe
-def embedding_init(m, vocab_size, d_model, grad, lr, **kwargs):
-    """A fresh Embedding's weight, and the same weight after one SGD step: the step shows that
-    the numbers returned are the Parameter the layer trains."""
+def embedding_init(m, vocab_size, d_model, **kwargs):
+    """A fresh Embedding's weight: the draws under test, judged statistically in the grader."""
     layer = m["embeddings"].Embedding(vocab_size, d_model, **kwargs)
-    out = {"weight": layer.weight.detach().clone()}
-    out["after"] = _attempt(lambda: _sgd_step(layer, grad, lr))
-    return out
+    return {"weight": layer.weight.detach().clone()}
 
 
 def _unscaled(cls: type) -> type:
@@ -708,21 +689,16 @@ def expected_dot_std(m, std, d_model, keyword=False):
 
 
 @probe
-def gpt2_init(m, config, ids, dtype=None):
-    """A fresh GPT2's state_dict, and its logits on ``ids`` with each embedding's scale_output
-    returning its rows as they are (``_unscale``: the init stage grades scale_output on its
-    own). With ``dtype``, the model is converted (``.to(dtype)``) and ``init_weights()`` runs
-    again, as when a model is re-initialised after a conversion: in-place fills keep the
-    dtype, new tensors get torch's default one."""
+def gpt2_init(m, config, dtype=None):
+    """A fresh GPT2's state_dict: the draws under test, judged statistically in the grader.
+    With ``dtype``, the model is converted (``.to(dtype)``) and ``init_weights()`` runs again,
+    as when a model is re-initialised after a conversion: in-place fills keep the dtype, new
+    tensors get torch's default one."""
     model = _build(m, config)
     if dtype is not None:
         model = model.to(getattr(torch, dtype))
         model.init_weights()
-    _unscale(model)
-    model.eval()
-    with torch.no_grad():
-        logits = _attempt(lambda: model(ids))
-    return {"state": _snapshot(model), "logits": logits}
+    return {"state": _state(model)}
 
 
 # --- given code, as the learner wrote it (worker.Shipped, given.py) --------------------------

@@ -6,12 +6,15 @@ init stage's functions (reset_parameters, scale_output) replaced by public scaff
 (``autograder/sandboxed/scaffolds.py``), never the reference solution. Every failure says
 what was expected and the likely mistake, in the chapter's words.
 
-Every point is earned by values the learner's code computes on fresh inputs; what its process
-reports about itself (the weight's type, the recorded calls, whether an input was changed in
-place) only picks the message or takes a point away. The one exception is the built-in ban,
-judged from the submitted source (``autograder/suites/bans.py``), outside the learner's reach.
-The meta-device pass (no GPU) only ever takes points away, and never from correct code:
-its tensors keep their values behind them (tests/test_meta_pass.py).
+Every point is earned by values the learner's code computes on fresh inputs, with the grader's
+own matrix copied into the layer's weight. What its process reports about itself (the
+weight's type, the recorded calls, whether an input was changed in place) is forgeable there:
+the checks built on it (``test_weight_is_a_parameter``, ``test_ids_are_left_unchanged``) name
+the mistake and carry no points (rubric.toml; README, "The threat model"). The one
+exception is the built-in ban, judged from the submitted source alone
+(``autograder/suites/bans.py``), outside the learner's reach. The meta-device pass (no GPU)
+only ever takes points away, and never from correct code: its tensors keep their values
+behind them (tests/test_meta_pass.py).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from autograder.suites.feedback import (
     expect_tensor,
     expect_unchanged,
     first_difference,
+    same,
     unwrap,
     unwrap_meta,
 )
@@ -51,8 +55,8 @@ CHECK_IDS = "check_ids(ids, vocab_size)"
 #: requirement on other inputs (tests/test_requirements.py holds every hidden test to one).
 VISIBLE: dict[str, tuple[str, ...]] = {
     "test_weight_is_a_parameter": ("test_weight_is_a_registered_v_by_d_parameter",),
-    "test_lookup_every_shape": ("test_forward_is_the_row_lookup", "test_ids_of_any_shape",
-                                "test_forward_leaves_the_ids_as_they_were"),
+    "test_lookup_every_shape": ("test_forward_is_the_row_lookup", "test_ids_of_any_shape"),
+    "test_ids_are_left_unchanged": ("test_forward_leaves_the_ids_as_they_were",),
     "test_meta_device_and_dtypes": ("test_output_keeps_the_weights_dtype_and_device",),
     "test_out_of_range_ids_are_refused": ("test_ids_outside_the_vocabulary_raise",),
     "test_non_integer_ids_are_refused": ("test_check_ids_refuses_what_is_not_integer_ids",),
@@ -98,9 +102,10 @@ def _not_a_parameter(facts: dict, V: int, d: int, seen: str) -> Mistake:
 def test_weight_is_a_parameter(learner, seed, gen):
     """weight is a registered nn.Parameter of shape (vocab_size, d_model)
 
-    Earned by values: a fresh (V, d) matrix W loaded with load_state_dict({"weight": W}) must
-    be what the Parameter registered as "weight" holds, a gradient must reach its .grad and one
-    SGD step over layer.parameters() must move it to W - lr * grad."""
+    Structural, so it carries no points: a fresh (V, d) matrix W loaded with
+    load_state_dict({"weight": W}) must be what the Parameter registered as "weight" holds, a
+    gradient must reach its .grad and one SGD step over layer.parameters() must move it to
+    W - lr * grad. All of it is computed in the learner's process, from W alone."""
     V, d, lr = 11, 6, 0.5
     W = torch.randn(V, d, generator=gen)
     ids = torch.randint(0, V, (3, 4), generator=gen)
@@ -140,13 +145,17 @@ def test_lookup_every_shape(learner, seed, gen, devices):
     """forward(ids) is weight[ids] exactly, for 0-D, 1-D, 2-D and 3-D ids, on every device"""
     V, d = 23, 5
     weight = torch.randn(V, d, generator=gen)
-    for shape, name in SHAPES.items():
+    for n, (shape, name) in enumerate(SHAPES.items()):
         ids = torch.randint(0, V, shape, generator=gen)
         expected = _reference(weight, ids)
+        positional = 0 if n == 1 else None  # once built by name: Embedding(vocab_size=V, ...)
+        built = f"Embedding(vocab_size={V}, d_model={d})" if positional == 0 else \
+            f"Embedding({V}, {d})"
         for device in devices:
             outcome = learner.call("embedding_forward", seed=seed, vocab_size=V, d_model=d,
-                                   weight=weight, ids=ids, device=device)
-            what = f"Embedding({V}, {d}) on {name}, shape {tuple(shape)}, on {device}"
+                                   weight=weight, ids=ids, device=device, positional=positional)
+            what = f"{built} on {name}, shape {tuple(shape)}, on {device}"
+            check_signature(outcome, built, EMBEDDING)
             result = unwrap(outcome, what, MODULE)
             out = expect_tensor(result["out"], what, device=device)
             if tuple(out.shape) != tuple(expected.shape):
@@ -158,7 +167,25 @@ def test_lookup_every_shape(learner, seed, gen, devices):
                 where = first_difference(out, expected)
                 raise Mistake(f"{what}: the rows differ from weight[ids] {where}; "
                               "a lookup copies rows, it does no arithmetic")
-            expect_unchanged(result, {"ids": ids}, what)
+
+
+def test_ids_are_left_unchanged(learner, seed, gen):
+    """forward leaves the ids it is given as they were (values, shape, no in-place operation)
+
+    Structural, so it carries no points: what the ids hold afterwards is reported by the
+    learner's process, where learner code could make it up."""
+    V, d = 23, 5
+    weight = torch.randn(V, d, generator=gen)
+    for shape, name in SHAPES.items():
+        ids = torch.randint(0, V, shape, generator=gen)
+        what = f"Embedding({V}, {d}) on {name}, shape {tuple(shape)}"
+        result = unwrap(learner.call("embedding_forward", seed=seed, vocab_size=V, d_model=d,
+                                     weight=weight, ids=ids), what, MODULE)
+        out = result["out"]
+        if not isinstance(out, torch.Tensor) or not same(out, _reference(weight, ids)):
+            raise Mistake(f"{what} does not return weight[ids] yet (see the lookup check), so "
+                          "there is no lookup to judge here")
+        expect_unchanged(result, {"ids": ids}, what)
 
 
 def test_meta_device_and_dtypes(learner, seed, gen, devices):

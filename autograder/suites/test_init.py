@@ -9,13 +9,13 @@ statistical checks compare sample statistics (the spread, the mean and the shape
 distribution) with the chapter's N(0, std^2), with bounds derived from the sample size (see
 ``_misfit``); the rest is exact.
 
-The statistics are those of VALUES the learner's layer computes, never of what its process
-says about itself: every weight comes with the same weight after one SGD step over the
-layer's ``parameters()`` on a gradient chosen here, which must be ``weight - lr * grad``
-(numbers made up for the reply, or a Parameter the optimiser does not hold, fail that); a
-reset is judged by the rows forward returns, moved by an optimiser built before it; GPT-2's
-state_dict must give the logits its model computed. The reported facts (``same_object``) only
-pick the message.
+The statistics are those of the draws the learner's code makes, which are the thing under
+test: producing draws that fit is what reset_parameters and init_weights are for, and every
+bound they are held to is computed here (their dtype included: a reset after ``.double()``
+draws float64). The structural requirements (reset_parameters refills the SAME Parameter, so
+that an optimiser built before it moves the new rows; scale_output leaves its input alone)
+are observed in the learner's process, where learner code could forge what the probe reports:
+those checks name the mistake and carry no points (rubric.toml; README, "The threat model").
 """
 
 from __future__ import annotations
@@ -37,18 +37,20 @@ V, D = 500, 64  # 32,000 draws per table: a sample std within 3% of the true one
 CONFIG = {"vocab_size": 200, "n_ctx": 190, "d_model": 192, "n_layers": 2, "n_heads": 4,
           "tie_weights": False}  # untied, so that lm_head's own initialisation is seen too
 RESET = "with torch.no_grad(): self.weight.normal_(0.0, std)"
-LR = 0.5  # the SGD step that ties a reported weight to the layer's own Parameter
+LR = 0.5  # the SGD step of the in-place check (test_reset_refills_in_place)
 
 #: Hidden test -> the visible tests (exercises/tests/test_init.py) of the same requirement.
 VISIBLE: dict[str, tuple[str, ...]] = {
     "test_reset_parameters_uses_std": ("test_rows_start_small_and_random",
-                                       "test_rows_are_normal_draws"),
+                                       "test_rows_are_normal_draws",
+                                       "test_reset_parameters_refills_in_place"),
     "test_std_none_means_inverse_sqrt_d": ("test_std_none_means_one_over_sqrt_d",
                                            "test_std_zero_means_zeros"),
     "test_rows_are_not_identical": ("test_rows_start_small_and_random",),
     "test_reset_refills_in_place": ("test_reset_parameters_refills_in_place",),
     "test_scale_output": ("test_scale_output_multiplies_by_sqrt_d",
                           "test_scale_output_gradient_and_input"),
+    "test_scale_output_leaves_its_input": ("test_scale_output_gradient_and_input",),
     "test_expected_dot_std": ("test_expected_dot_std_is_the_chapters_formula",
                               "test_the_prediction_matches_a_measurement"),
     "test_gpt2_weight_stds": ("test_gpt2_initialisation", "test_untied_head_initialisation",
@@ -100,6 +102,10 @@ def _misfit(t: torch.Tensor, std: float) -> str | None:
     every mistake the tests name is at least 41% off in spread (c_proj at 1/sqrt(n_layers))
     or 0.057 in distance (uniform draws).
     """
+    if not isinstance(t, torch.Tensor) or not t.is_floating_point() or t.numel() == 0:
+        kind = (f"a {t.dtype} tensor of shape {tuple(t.shape)}" if isinstance(t, torch.Tensor)
+                else f"a {type(t).__name__}")
+        return f"is {kind}, not a floating-point tensor of draws"
     x = t.detach().double().flatten()
     n = x.numel()
     mean, rms = float(x.mean()), float(x.square().mean().sqrt())
@@ -126,6 +132,8 @@ def _misfit(t: torch.Tensor, std: float) -> str | None:
 
 def _near(t: torch.Tensor, std: float) -> bool:
     """Whether ``t``'s spread is within 6 standard errors of ``std`` (to name a mistake)."""
+    if not isinstance(t, torch.Tensor) or not t.is_floating_point() or t.numel() < 2:
+        return False
     x = t.detach().double().flatten()
     return abs(float(x.std()) - std) <= 6 * std / math.sqrt(2 * x.numel())
 
@@ -149,26 +157,23 @@ def _trained(after: object, weight: torch.Tensor, grad: torch.Tensor, what: str)
                       "registered Parameter, refilled in place")
 
 
-def _weight(learner, seed: int, gen: torch.Generator, what: str, vocab_size: int = V,
-            d_model: int = D, **kwargs) -> torch.Tensor:
+def _weight(learner, seed: int, what: str, vocab_size: int = V, d_model: int = D,
+            **kwargs) -> torch.Tensor:
     """The weight of the learner's ``Embedding(vocab_size, d_model, **kwargs)`` after
-    construction, shown to be the layer's trained Parameter (``_trained``)."""
-    grad = torch.randn(vocab_size, d_model, generator=gen)
+    construction: the draws under test."""
     built = unwrap(learner.call("embedding_init", seed=seed, vocab_size=vocab_size,
-                                d_model=d_model, grad=grad, lr=LR, **kwargs), what, MODULE)
-    weight = expect_tensor(built["weight"], f"{what}.weight",
-                           like=torch.empty(vocab_size, d_model))
-    _trained(built["after"], weight, grad, what)
-    return weight
+                                d_model=d_model, **kwargs), what, MODULE)
+    return expect_tensor(built["weight"], f"{what}.weight", like=torch.empty(vocab_size, d_model))
 
 
 def test_reset_parameters_uses_std(learner, seed, gen):
     """reset_parameters draws the rows from N(0, std^2) with the layer's own std (normal
-    draws: a uniform fill or a pattern of the right std fails too)"""
+    draws: a uniform fill or a pattern of the right std fails too), in the weight's dtype: run
+    again on a layer converted to float64, its draws are float64"""
     fresh = round(0.25 + 0.35 * float(torch.rand((), generator=gen)), 4)  # neither 1 nor 1/8
     for std in (0.02, fresh):
         what = f"Embedding({V}, {D}, std={std})"
-        weight = _weight(learner, seed, gen, what, std=std)
+        weight = _weight(learner, seed, what, std=std)
         problem = _misfit(weight, std)
         if problem is None:
             continue
@@ -179,13 +184,41 @@ def test_reset_parameters_uses_std(learner, seed, gen):
             raise Mistake(f"{what}.weight {problem}, that is 1/sqrt(d_model): 1/sqrt(d_model) "
                           "is only for std=None; a given std is used as it is")
         raise Mistake(f"{what}.weight {problem}: draw each entry from N(0, std^2): {RESET}")
+    _refilled_draws(learner, seed, gen, 0.05)
+
+
+def _refilled_draws(learner, seed: int, gen: torch.Generator, std: float) -> None:
+    """reset_parameters() run again on a layer converted to float64 whose weight is all 7s:
+    the rows forward returns afterwards (the draws under test) must be float64 draws of
+    N(0, std^2)."""
+    what = (f"reset_parameters() on an Embedding({V}, {D}, std={std}) converted to float64, "
+            "whose weight is all 7s")
+    ids = torch.randperm(V, generator=gen)  # every row once, in a fresh order
+    grad = torch.randn(V, D, generator=gen)
+    result = unwrap(learner.call("embedding_reset", seed=seed, vocab_size=V, d_model=D, std=std,
+                                 ids=ids, grad=grad, lr=LR, dtype="float64"), what, MODULE)
+    rows = result["rows"]
+    if isinstance(rows, torch.Tensor) and bool((rows == 7).all()):
+        raise Mistake(f"{what}: the weight is still all 7s: reset_parameters must refill it "
+                      f"in place, {RESET}")
+    kind = rows.dtype if isinstance(rows, torch.Tensor) else torch.float64
+    rows = expect_tensor(rows, f"{what}: the rows", like=torch.empty(V, D, dtype=kind))
+    if rows.dtype != torch.float64:
+        raise Mistake(
+            f"{what}: afterwards the weight is {rows.dtype}, no longer float64. Refill it in "
+            f"place ({RESET}), which keeps its dtype and device: self.weight.data = "
+            "torch.randn(...) puts a new tensor of torch's default dtype in its place"
+        )
+    problem = _misfit(rows, std)
+    if problem is not None:
+        raise Mistake(f"{what}: the refilled weight {problem}: {RESET}")
 
 
 def test_std_none_means_inverse_sqrt_d(learner, seed, gen):
     """std=None means 1/sqrt(d_model), and std=0.0 is a std (all zeros), not 'no std'"""
     for vocab, d in ((V, D), (2000, 16)):  # two widths: 1/sqrt(d) must follow d
         what = f"Embedding({vocab}, {d}, std=None)"
-        weight = _weight(learner, seed, gen, what, vocab, d, std=None)
+        weight = _weight(learner, seed, what, vocab, d, std=None)
         expected = 1 / math.sqrt(d)
         problem = _misfit(weight, expected)
         if problem is None:
@@ -200,7 +233,7 @@ def test_std_none_means_inverse_sqrt_d(learner, seed, gen):
         raise Mistake(f"{what}.weight {problem}: {hint}std=None means 1/sqrt(d_model) = "
                       f"1/sqrt({d}) = {expected:.4g}, the scale some models use instead of 0.02")
     what = f"Embedding({V}, {D}, std=0.0)"
-    weight = _weight(learner, seed, gen, what, std=0.0)
+    weight = _weight(learner, seed, what, std=0.0)
     if bool(weight.any()):
         raise Mistake(
             f"{what}.weight is not all zeros (largest entry {float(weight.abs().max()):.4g}): "
@@ -213,7 +246,7 @@ def test_rows_are_not_identical(learner, seed, gen):
     """the initial rows all differ: random, not zero, so that symmetry is broken"""
     vocab, d = 50, 64  # rows this wide never coincide by chance, whatever the draws' shape
     what = f"Embedding({vocab}, {d}, std=0.02)"
-    weight = _weight(learner, seed, gen, what, vocab, d, std=0.02)
+    weight = _weight(learner, seed, what, vocab, d, std=0.02)
     distinct = torch.unique(weight.detach(), dim=0).shape[0]
     if distinct < vocab:
         kind = "all zeros" if not bool(weight.any()) else f"only {distinct} distinct rows"
@@ -227,10 +260,11 @@ def test_rows_are_not_identical(learner, seed, gen):
 def test_reset_refills_in_place(learner, seed, gen):
     """reset_parameters refills the existing Parameter in place (the same object and dtype)
 
-    Earned by values: the layer is converted to float64 and an SGD optimiser is built on
-    layer.parameters() before the reset; the rows forward returns after it must be float64,
-    fit N(0, std^2), and move with the optimiser's step (it holds the old Parameter: a new one
-    is out of its reach)."""
+    Structural, so it carries no points: the layer is converted to float64 and an SGD
+    optimiser is built on layer.parameters() before the reset; the rows forward returns after
+    it must be float64, fit N(0, std^2), and move with the optimiser's step (it holds the old
+    Parameter: a new one is out of its reach). All of it is computed in the learner's process,
+    where learner code could make it up."""
     std = 0.05
     what = (f"reset_parameters() on an Embedding({V}, {D}, std={std}) converted to float64, "
             "whose weight is all 7s")
@@ -306,7 +340,6 @@ def test_scale_output(learner, seed, gen):
                                      grad=upstream), what, MODULE)
         out = expect_tensor(result["out"], what, like=expected)
         if torch.allclose(out, expected, rtol=1e-6, atol=0):
-            _input_kept(result["input_after"], x, what)
             _gradient_is(result["grad"], upstream, math.sqrt(d) if scale else 1.0, what)
             continue
         if scale and torch.equal(out, x):
@@ -321,6 +354,25 @@ def test_scale_output(learner, seed, gen):
         ratio = float((out / x).median())
         raise Mistake(f"{what} multiplied x by about {ratio:.4g}, expected sqrt(d_model) = "
                       f"{math.sqrt(d):.4g}")
+
+
+def test_scale_output_leaves_its_input(learner, seed, gen):
+    """scale_output returns a new tensor and leaves its input x as it was
+
+    Structural, so it carries no points: what x holds afterwards is reported by the learner's
+    process, where learner code could make it up."""
+    for d, scale in ((16, True), (16, False)):
+        x = torch.randn(3, 5, d, generator=gen, dtype=torch.float64)
+        upstream = torch.randn(3, 5, d, generator=gen, dtype=torch.float64)
+        what = f"scale_output(x) with d_model={d}, scale={scale}"
+        result = unwrap(learner.call("embedding_scale", seed=seed, d_model=d, scale=scale, x=x,
+                                     grad=upstream), what, MODULE)
+        out, expected = result["out"], x * math.sqrt(d) if scale else x
+        if not isinstance(out, torch.Tensor) or out.shape != expected.shape or \
+                not torch.allclose(out, expected, rtol=1e-6, atol=0):
+            raise Mistake(f"{what} does not return the scaled rows yet (see the scale_output "
+                          "check), so there is nothing to judge here")
+        _input_kept(result["input_after"], x, what)
 
 
 def test_expected_dot_std(learner, seed, gen):
@@ -387,16 +439,15 @@ def _model(dtype: torch.dtype | None) -> str:
     return f"GPT2({shape}, untied){converted}"
 
 
-def _state(learner, seed: int, gen: torch.Generator, dtype: torch.dtype | None = None) -> dict:
+def _state(learner, seed: int, dtype: torch.dtype | None = None) -> dict:
     """The state_dict of the learner's freshly built GPT2 (converted to ``dtype`` and
-    initialised again, if given), shown to be the model's own: its logits on fresh ids must be
-    those of lumen's GPT2 holding that state."""
+    initialised again, if given): the draws under test."""
     what = _model(dtype)
-    ids = torch.randint(0, CONFIG["vocab_size"], (2, CONFIG["n_ctx"]), generator=gen)
     name = str(dtype).removeprefix("torch.") if dtype is not None else None
-    built = unwrap(learner.call("gpt2_init", seed=seed, config=CONFIG, ids=ids, dtype=name),
-                   what, "gpt2")
+    built = unwrap(learner.call("gpt2_init", seed=seed, config=CONFIG, dtype=name), what, "gpt2")
     state = built["state"]
+    if not isinstance(state, dict):
+        raise Mistake(f"{what}: the model's state_dict is a {type(state).__name__}")
     changed = [k for k, v in state.items()
                if dtype is not None and isinstance(v, torch.Tensor) and v.dtype != dtype]
     if changed:
@@ -406,14 +457,6 @@ def _state(learner, seed: int, gen: torch.Generator, dtype: torch.dtype | None =
             "dtype and device: assigning .data = torch.randn(...) puts a new tensor of torch's "
             "default dtype in its place"
         )
-    logits = built["logits"]
-    if isinstance(logits, dict) and "error" in logits:
-        raise Mistake(f"{what}: the forward pass raised {logits['error']}: {logits['message']}")
-    expected = values.logits(values.lumen_gpt2(CONFIG, state, dtype=dtype), ids)
-    if not values.close(logits, expected):
-        raise Mistake(f"{what}: its logits do not follow from its own state_dict: init_weights "
-                      "must fill the model's registered parameters in place, not new tensors "
-                      "the layers do not use")
     return state
 
 
@@ -441,7 +484,7 @@ def test_gpt2_weight_stds(learner, seed, gen):
     """init_weights: wte 0.02, wpe 0.01, Linear 0.02 (lm_head too, untied), c_proj
     0.02/sqrt(2 n_layers), all normal draws; run again after .to(float64), the same"""
     for dtype in (None, torch.float64):
-        state = _state(learner, seed, gen, dtype)
+        state = _state(learner, seed, dtype)
         for name, (kind, std) in _plan(CONFIG).items():
             if kind in ("a bias", "a LayerNorm scale"):
                 continue
@@ -457,14 +500,14 @@ def test_gpt2_weight_stds(learner, seed, gen):
 
 def test_gpt2_biases_and_layernorm(learner, seed, gen):
     """init_weights: every bias 0, every LayerNorm scale 1 and shift 0"""
-    state = _state(learner, seed, gen)
+    state = _state(learner, seed)
     for name, (kind, value) in _plan(CONFIG).items():
         if kind not in ("a bias", "a LayerNorm scale"):
             continue
         if name not in state:
             raise Mistake(f"the model's state_dict has no {name}: init_weights must only change "
                           "values, never remove or rename parameters")
-        tensor = state[name]
+        tensor = expect_tensor(state[name], f"{name} in the model's state_dict")
         if bool((tensor == value).all()):
             continue
         off = float((tensor - value).abs().max())

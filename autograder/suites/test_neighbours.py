@@ -639,7 +639,9 @@ def test_analogy_direction(learner, seed, gen, devices):
 def test_inputs_are_left_unchanged(learner, seed, gen):
     """cosine_similarity, cosine_neighbours and analogy leave their arguments as they were
 
-    Values and shape, and no in-place operation on them: the caller goes on using the table."""
+    Values and shape, and no in-place operation on them: the caller goes on using the table.
+    Structural, so it carries no points: what the arguments hold afterwards is reported by the
+    learner's process, where learner code could make it up."""
     V, d, k = 12, 5, 3
     a, b = _table(gen, 4, d), _table(gen, 4, d)
     out, what, result = _cosine(learner, seed, a, b)

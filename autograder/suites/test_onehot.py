@@ -11,7 +11,11 @@ so that it judges the ban alone.
 
 Every point is earned by the values (and the dtype, device and shape) the learner's code
 returns on fresh ids; the one exception is the F.one_hot ban, judged from the submitted source
-(``autograder/suites/bans.py``), outside the learner's reach.
+alone (``autograder/suites/bans.py``), outside the learner's reach. Two requirements are
+structural and carry no points (rubric.toml; README, "The threat model"): that the inputs are
+left as they were (reported by the learner's process, where learner code could make it up), and
+that embed_via_onehot is a product (its NaN columns, which a lookup that marks the columns of
+non-finite rows as NaN produces too).
 """
 
 from __future__ import annotations
@@ -48,7 +52,9 @@ EMBED = "embed_via_onehot(weight, ids)"
 #: Each hidden test -> the visible tests (exercises/tests/test_onehot.py) that check the same
 #: requirement on other inputs (tests/test_requirements.py holds every hidden test to one).
 VISIBLE: dict[str, tuple[str, ...]] = {
-    "test_one_hot_rows": ("test_one_hot_matches_pytorch", "test_one_hot_leaves_the_ids_alone"),
+    "test_one_hot_rows": ("test_one_hot_matches_pytorch",),
+    "test_ids_and_weight_are_left_unchanged": ("test_one_hot_leaves_the_ids_alone",
+                                       "test_embed_via_onehot_selects_rows"),
     "test_num_classes_is_given": ("test_num_classes_is_given_not_guessed",),
     "test_one_hot_written_by_hand": ("test_one_hot_is_written_by_hand",),
     "test_one_hot_dtype": ("test_one_hot_matches_pytorch", "test_one_hot_dtype"),
@@ -124,9 +130,7 @@ def _check_shape(out: torch.Tensor, ids: torch.Tensor, V: int, what: str) -> Non
 
 
 def test_one_hot_rows(learner, seed, gen, devices):
-    """one_hot(ids, V) has a single 1 at each id, shape ids.shape + (V,), on every device
-
-    And it leaves the ids as they were."""
+    """one_hot(ids, V) has a single 1 at each id, shape ids.shape + (V,), on every device"""
     V = 9
     for shape, name in SHAPES.items():
         ids = _ids(gen, V, shape)
@@ -136,7 +140,6 @@ def test_one_hot_rows(learner, seed, gen, devices):
             out = expect_tensor(result["out"], what, device=device)
             _check_shape(out, ids, V, what)
             _check_rows(out, ids, V, what)
-            expect_unchanged(result, {"ids": ids}, what)
 
 
 def test_num_classes_is_given(learner, seed, gen):
@@ -309,7 +312,7 @@ def _differs(out: torch.Tensor, weight: torch.Tensor, ids: torch.Tensor, what: s
 def test_embed_via_onehot_is_the_lookup(learner, seed, gen, devices):
     """embed_via_onehot(E, ids) equals E[ids] exactly, in float32 and float64, on every device
 
-    Called by position and by name; it leaves E and the ids as they were."""
+    Called by position and by name."""
     V, d = 13, 5
     for dtype in (torch.float32, torch.float64):
         # rows of very different sizes: a rounding detour shows in the last digits
@@ -329,7 +332,30 @@ def test_embed_via_onehot_is_the_lookup(learner, seed, gen, devices):
                 expect_tensor(out, what, like=expected)
                 if not torch.equal(out, expected):
                     raise _differs(out, weight, ids, what)
-                expect_unchanged(result, {"weight": weight, "ids": ids}, what)
+
+
+def test_ids_and_weight_are_left_unchanged(learner, seed, gen):
+    """one_hot and embed_via_onehot leave the ids and the weight they are given as they were
+
+    Structural, so it carries no points: what the inputs hold afterwards is reported by the
+    learner's process, where learner code could make it up."""
+    V, d = 9, 4
+    for shape, name in SHAPES.items():
+        ids = _ids(gen, V, shape)
+        result, what = _one_hot(learner, seed, ids, V)
+        _judged(result["out"], ref.one_hot(ids, V), what, "one-hot vectors", "test_one_hot_rows")
+        expect_unchanged(result, {"ids": ids}, f"{what} ({name})")
+        weight = torch.randn(V, d, generator=gen)
+        result, what = _embed(learner, seed, weight, ids)
+        _judged(result["out"], weight[ids], what, "rows", "test_embed_via_onehot_is_the_lookup")
+        expect_unchanged(result, {"weight": weight, "ids": ids}, f"{what} ({name})")
+
+
+def _judged(out: object, expected: torch.Tensor, what: str, things: str, check: str) -> None:
+    """Only a call that returns the right values is judged for what it does to its inputs."""
+    if not isinstance(out, torch.Tensor) or not same(out, expected):
+        raise Mistake(f"{what} does not return the right {things} yet (see {check}), so there "
+                      "is nothing to judge here")
 
 
 def test_embed_via_onehot_dtype_and_device(learner, seed, gen, devices):
@@ -357,12 +383,12 @@ def test_embed_via_onehot_dtype_and_device(learner, seed, gen, devices):
 def test_embed_via_onehot_is_a_product(learner, seed, gen):
     """embed_via_onehot computes the product one_hot(ids) @ E: every row of E takes part
 
-    An inf or a NaN in a row that no id selects makes that column NaN (0 * inf is NaN). Values
-    alone cannot tell a product from the lookup it equals, but floating point can: in a
+    Values alone cannot tell a product from the lookup it equals, but floating point can: in a
     true product each output number is a sum over all V rows, so a row that holds inf (or NaN)
-    turns its column into NaN even where the one-hot has a 0 for it; a lookup never reads that
-    row. Checked on the CPU, whose products (matmul, einsum, a broadcast multiply and sum) all
-    follow IEEE 754 here."""
+    turns its column into NaN even where the one-hot has a 0 for it (0 * inf is NaN); a lookup
+    never reads that row. Checked on the CPU, whose products (matmul, einsum, a broadcast
+    multiply and sum) all follow IEEE 754 here. Structural, so it carries no points: a lookup
+    that sets the columns of non-finite rows to NaN gives the same numbers."""
     V, d = 12, 5
     rows = [int(r) for r in torch.randperm(V, generator=gen)]
     infinite, undefined = rows[0], rows[1]  # rows that no id selects

@@ -4,17 +4,20 @@ The learner's ``GPT2.tie_weights`` runs inside their GPT2, with every other stag
 (Embedding, the initialisation) replaced by public scaffolds (``autograder/sandboxed/
 scaffolds.py``: the lookup through F.embedding, GPT-2's standard deviations drawn uniformly),
 never the reference solution, on tiny configs so that a build takes milliseconds. Tied means
-``lm_head.weight`` IS ``wte.weight``: the tests look at object identity, the parameter count,
-which matrix is kept, the logits ``h E^T`` and the initial loss, and whether the tie survives
-``.to()`` and ``load_state_dict``. Every failure says what was expected and the likely
+``lm_head.weight`` IS ``wte.weight``. Every failure says what was expected and the likely
 mistake, in the chapter's words.
 
-Every point is earned by values, never by what the learner's process reports about itself:
-wte.weight is changed in place by a fresh ``delta`` and the logits must be h @ (E + delta)^T,
-the gradient must reach the one shared matrix from both its uses, one SGD step over
-``parameters()`` must move the model as lumen's tied model moves (``autograder/values.py``
-computes each expected value here, with lumen's GPT-2 holding the learner's weights). The
-facts a probe reports (same object, same storage, the parameter count) only pick the message.
+Every state compared against is the grader's: ``values.grader_state`` draws a checkpoint from
+this run's seeded generator (the shared matrix stored once, as wte.weight), the probe loads it
+into the learner's model with load_state_dict, and the expected logits are lumen's GPT-2
+holding the same checkpoint, computed here. So the points are earned by what a tied model
+computes: loading wte.weight alone loads the head (h @ E^T, also after ``.to()``), the tie
+keeps the embedding's matrix, and an untied model keeps two. Whether the head is the very same
+Parameter (the logits follow an in-place change of wte.weight, its .grad holds both uses, one
+SGD step over ``parameters()`` moves it once) is observed in the learner's process, where
+learner code could forge it: those checks name the mistake and carry no points (rubric.toml;
+README, "The threat model"). The facts a probe reports (same object, same storage, the
+parameter count) only pick the message.
 """
 
 from __future__ import annotations
@@ -66,11 +69,20 @@ def _delta(gen: torch.Generator, config: dict) -> torch.Tensor:
     return torch.randn(config["vocab_size"], config["d_model"], generator=gen) * DELTA
 
 
-def _table(reply: dict, what: str, config: dict,
-           dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """wte.weight from the state the learner's model returned."""
-    like = torch.empty(config["vocab_size"], config["d_model"], dtype=dtype)
-    return expect_tensor(reply["state"]["wte.weight"], f"{what}: wte.weight", like=like)
+def _loaded(reply: dict, what: str) -> None:
+    """The grader's checkpoint must load into the learner's model: the given code's layers keep
+    their names and shapes (a Mistake naming the first that does not)."""
+    loaded = reply["load"]
+    if isinstance(loaded, dict) and "error" in loaded:
+        raise Mistake(f"{what}: load_state_dict of the grader's checkpoint raised "
+                      f"{loaded['error']}: {loaded['message']}: keep the given code's layers, "
+                      "their names and shapes (only tie_weights and init_weights are yours)")
+    unexpected = loaded.get("unexpected") if isinstance(loaded, dict) else None
+    if unexpected:
+        names = ", ".join(str(k) for k in list(unexpected)[:3])
+        raise Mistake(f"{what}: your GPT2's state_dict lacks {names}: keep the given code's "
+                      "layers, their names and shapes (only tie_weights and init_weights are "
+                      "yours to write)")
 
 
 def _logits(reply: dict, what: str, facts: dict | None = None) -> object:
@@ -84,16 +96,17 @@ def _logits(reply: dict, what: str, facts: dict | None = None) -> object:
 
 
 def _transposed(facts: dict) -> bool:
+    """The head holds the table transposed (a fact the learner's process reports)."""
     V, d = CONFIG["vocab_size"], CONFIG["d_model"]
-    return tuple(facts["head_shape"]) == (d, V)
+    return tuple(facts["head_shape"]) == (d, V) or facts["transposed"] is True
 
 
 def _transposed_mistake(what: str, facts: dict) -> Mistake:
-    d, V = facts["head_shape"]
+    rows, columns = facts["head_shape"]
     return Mistake(
-        f"{what}: lm_head.weight has shape {(d, V)}, the table transposed. nn.Linear stores "
-        f"its weight as (out, in) = (V, d), the same layout as wte.weight, so the logits "
-        f"h @ E.T need no transpose: {TIE}"
+        f"{what}: lm_head.weight holds the transposed table (shape {(rows, columns)}): your "
+        "head holds the transposed table. nn.Linear stores its weight as (out, in) = (V, d), "
+        f"the same layout as wte.weight, so the logits h @ E.T need no transpose: {TIE}"
     )
 
 
@@ -127,33 +140,37 @@ def _not_the_same_parameter(what: str, facts: dict, seen: str) -> Mistake:
 def test_tied_head_is_the_embedding(learner, seed, gen):
     """tied: lm_head.weight is wte.weight itself, the same nn.Parameter (not a copy, not a view)
 
-    Earned by values: wte.weight is changed in place by a fresh delta, then the logits must be
-    h @ (E + delta)^T (a copy keeps the old head) and wte.weight.grad must hold the gradient
-    of both uses of E (two Parameters sharing storage each get half)."""
+    Structural, so it carries no points (its mistakes lose them in the value checks): with the
+    grader's checkpoint loaded, wte.weight is changed in place by a fresh delta, then the
+    logits must be h @ (E + delta)^T (a copy keeps another head) and wte.weight.grad must hold
+    the gradient of both uses of E (two Parameters sharing storage each get a part)."""
     what = _described(CONFIG)
     ids, delta = _ids(gen, CONFIG), _delta(gen, CONFIG)
     grad = torch.randn(*ids.shape, CONFIG["vocab_size"], generator=gen)
-    reply = unwrap(learner.call("gpt2_perturbed", seed=seed, config=CONFIG, ids=ids,
-                                delta=delta, grad=grad), what, MODULE)
-    logits = _logits(reply, what)
-    E = _table(reply, what, CONFIG)
+    state = values.grader_state(CONFIG, gen)
+    reply = unwrap(learner.call("gpt2_perturbed", seed=seed, config=CONFIG, state=state,
+                                ids=ids, delta=delta, grad=grad), what, MODULE)
+    _loaded(reply, what)
+    logits = _logits(reply, what, reply["before"])
     expected, grads = values.logits_and_grads(
-        values.lumen_gpt2(CONFIG, reply["state"], wte=E + delta), ids, grad)
+        values.lumen_gpt2(CONFIG, state, wte=state["wte.weight"] + delta), ids, grad)
     if not values.close(logits, expected):
         raise _not_the_same_parameter(
-            what, reply, "after wte.weight changed in place, the logits did not follow it")
+            what, reply["before"], "after wte.weight changed in place, the logits did not "
+            "follow it")
     got = (reply.get("grads") or {}).get("wte.weight")
     if not values.close(got, grads["wte.weight"], rtol=1e-3):
         raise _not_the_same_parameter(
-            what, reply, "wte.weight.grad lacks the output layer's share of the gradient")
+            what, reply["before"], "wte.weight.grad lacks the output layer's share of the "
+            "gradient")
 
 
 def test_parameter_count(learner, seed, gen):
     """parameters() counts the shared matrix once: the totals of count_params, tied and untied
 
-    Earned by values: one SGD step with weight decay over model.parameters() must move the
-    model exactly as it moves lumen's (a matrix listed twice is updated, and decayed, twice).
-    The reported count only names the mistake."""
+    Structural, so it carries no points: with the grader's checkpoint loaded, one SGD step with
+    weight decay over model.parameters() must move the model exactly as it moves lumen's (a
+    matrix listed twice is updated, and decayed, twice). The reported count names the mistake."""
     V, d = CONFIG["vocab_size"], CONFIG["d_model"]
     for config in (CONFIG, UNTIED):
         tied = config.get("tie_weights", True)
@@ -161,10 +178,12 @@ def test_parameter_count(learner, seed, gen):
         what = _described(config)
         ids, after = _ids(gen, config), _ids(gen, config)
         grad = torch.randn(*ids.shape, V, generator=gen)
-        reply = unwrap(learner.call("gpt2_sgd_step", seed=seed, config=config, ids=ids,
-                                    grad=grad, ids_after=after, lr=LR, weight_decay=WEIGHT_DECAY),
-                       what, MODULE)
-        expected = values.logits_after_sgd(values.lumen_gpt2(config, reply["state"]), ids, grad,
+        state = values.grader_state(config, gen)
+        reply = unwrap(learner.call("gpt2_sgd_step", seed=seed, config=config, state=state,
+                                    ids=ids, grad=grad, ids_after=after, lr=LR,
+                                    weight_decay=WEIGHT_DECAY), what, MODULE)
+        _loaded(reply, what)
+        expected = values.logits_after_sgd(values.lumen_gpt2(config, state), ids, grad,
                                            after, LR, WEIGHT_DECAY)
         if values.close(reply["logits"], expected):
             continue
@@ -196,17 +215,18 @@ def test_parameter_count(learner, seed, gen):
 def test_embedding_matrix_is_kept(learner, seed, gen):
     """tying keeps the embedding's matrix: after the tie both layers hold wte's numbers
 
-    Earned by values: the logits after the tie must be h @ table^T with the table as the
-    embedding too."""
-    V, d = CONFIG["vocab_size"], CONFIG["d_model"]
-    table = torch.randn(V, d, generator=gen) * 0.02
-    head = torch.randn(V, d, generator=gen) * 0.02
+    Earned by values: the model is built untied, the grader's checkpoint (wte and lm_head
+    holding different matrices) is loaded, then tie_weights() runs: the logits must be lumen's
+    on that checkpoint with wte's matrix as the head too."""
+    table = torch.randn(CONFIG["vocab_size"], CONFIG["d_model"], generator=gen) * 0.02
+    head = torch.randn(CONFIG["vocab_size"], CONFIG["d_model"], generator=gen) * 0.02
+    state = values.grader_state(UNTIED, gen, wte=table, lm_head=head)
     ids = _ids(gen, CONFIG)
     what = "tie_weights() on a model whose wte and lm_head hold different matrices"
-    reply = unwrap(learner.call("gpt2_tie_direction", seed=seed, config=CONFIG, table=table,
-                                head=head, ids=ids), what, MODULE)
+    reply = unwrap(learner.call("gpt2_tie_direction", seed=seed, config=CONFIG, state=state,
+                                ids=ids), what, MODULE)
+    _loaded(reply, what)
     logits = _logits(reply, what)
-    state = reply["state"]
     if values.close(logits, values.logits(values.lumen_gpt2(CONFIG, state, wte=table), ids)):
         return
     if reply["tied_before"]:
@@ -221,6 +241,8 @@ def test_embedding_matrix_is_kept(learner, seed, gen):
             "(and its N(0, 0.02^2) initialisation); the embedding's matrix is the one kept: "
             + TIE
         )
+    if _transposed(reply):
+        raise _transposed_mistake(what, reply)
     if not reply["same_object"]:
         raise Mistake(f"{what}: afterwards lm_head.weight is not wte.weight: tie with {TIE}")
     raise Mistake(f"{what}: the shared matrix holds neither wte's nor lm_head's numbers: "
@@ -228,13 +250,19 @@ def test_embedding_matrix_is_kept(learner, seed, gen):
 
 
 def test_tied_logits_and_initial_loss(learner, seed, gen):
-    """the tied model's logits are h @ E.T, and its initial loss on random ids is about ln V"""
+    """the tied model's logits are h @ E.T, and its initial loss on random ids is about ln V
+
+    The loss is the learner's own model as built (its initial values are what is judged); the
+    logits are earned on the grader's checkpoint, loaded into the model, with wte.weight then
+    changed in place by a fresh delta: they must be lumen's h @ (E + delta)^T with E the
+    checkpoint's wte.weight (stored once), values that only a head sharing wte's matrix gives."""
     V = SQUARE["vocab_size"]
     B, T = 8, SQUARE["n_ctx"]
     ids = torch.randint(0, V, (B, T), generator=gen)
     what = f"a freshly built {_described(SQUARE)}"
     built = unwrap(learner.call("gpt2_build", seed=seed, config=SQUARE, ids=ids), what, MODULE)
-    logits = expect_tensor(built["logits"], f"{what}: the logits", like=torch.empty(B, T, V))
+    logits = _logits(built, what)
+    logits = expect_tensor(logits, f"{what}: the logits", like=torch.empty(B, T, V))
     # A fresh model knows nothing, so it should predict about uniformly: loss ln V. After ln_f,
     # ||h||^2 = d, so with E's entries of std 0.02 (the scaffold's init_weights draws them
     # uniformly; a sum of d of them is as good as normal) each logit h . E_i is N(0, s^2) with
@@ -252,23 +280,32 @@ def test_tied_logits_and_initial_loss(learner, seed, gen):
             "rescaled or transposed matrix, or one multiplied by sqrt(d_model)): tie the "
             f"Parameter as it is, {TIE}"
         )
-    state = built["state"]
-    E = _table(built, what, SQUARE)
-    untied = {**SQUARE, "tie_weights": False}  # the head is set to E (or E.T) explicitly
-    expected = values.logits(values.lumen_gpt2(untied, state, lm_head=E), ids)
+    state, delta = values.grader_state(SQUARE, gen), _delta(gen, SQUARE)
+    what = f"{_described(SQUARE)} with a checkpoint loaded that stores E once (as wte.weight)"
+    reply = unwrap(learner.call("gpt2_perturbed", seed=seed, config=SQUARE, state=state, ids=ids,
+                                delta=delta), what, MODULE)
+    _loaded(reply, what)
+    logits = _logits(reply, what, reply["before"])
+    E = state["wte.weight"]
+    expected = values.logits(values.lumen_gpt2(SQUARE, state, wte=E + delta), ids)
     if values.close(logits, expected):
         return
-    if values.close(logits, values.logits(values.lumen_gpt2(untied, state, lm_head=E.T), ids)):
+    if _transposed(reply["before"]):
         raise Mistake(
             f"{what}: the logits are h @ E, not h @ E.T: your head holds the transposed table. "
             "nn.Linear computes h @ weight.T and stores (V, d), the table's own layout, so the "
             f"tie needs no transpose: {TIE}"
         )
-    raise Mistake(
-        f"{what}: the logits differ from h @ E.T, with E the model's own wte.weight, "
-        f"{values.first_gap(logits, expected)}: the output layer must score each token by the "
-        "dot product of h with that token's embedding row"
-    )
+    if isinstance(logits, torch.Tensor) and tuple(logits.shape) == tuple(expected.shape):
+        raise _not_the_same_parameter(
+            what, reply["before"], "the logits differ from h @ (E + delta).T with E the loaded "
+            f"wte.weight {values.first_gap(logits, expected)}")
+    raise Mistake(f"{what}: the logits have shape {_shape(logits)}, expected "
+                  f"{tuple(expected.shape)}")
+
+
+def _shape(value: object) -> object:
+    return tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
 
 
 def _lost_after_to(what: str, reply: dict) -> Mistake:
@@ -286,40 +323,38 @@ def _lost_after_to(what: str, reply: dict) -> Mistake:
     if not before["same_object"]:
         return Mistake(f"{what}: lm_head.weight is not wte.weight, before or after .to(): "
                        f"the model is not tied at all; {TIE}")
-    return Mistake(f"after {what}, changing wte.weight in place no longer changes the logits "
-                   f"as h @ (E + delta)^T: the tie did not survive .to(); {TIE}")
+    return Mistake(f"after {what}, loading wte.weight no longer loads the head: the logits "
+                   f"are not h @ E^T; the tie did not survive .to(); {TIE}")
 
 
 def test_tie_survives_to_and_load(learner, seed, gen, devices):
     """the tie survives model.to(dtype, device) and a load_state_dict that stores E once
 
-    Earned by values: after .to(device, float64), and after loading a fresh matrix as
-    wte.weight, changing wte.weight in place by a fresh delta must change the logits as
-    h @ (E + delta)^T."""
+    Earned by values: after .to(device, float64), and on its own, the model loads the grader's
+    checkpoint, which stores the shared matrix once (as wte.weight), and wte.weight is changed
+    in place by a fresh delta: the logits must be lumen's h @ (E + delta)^T on that checkpoint."""
     for device in devices:
-        what = f"{_described(CONFIG)}.to('{device}', torch.float64)"
+        what = f"{_described(CONFIG)}.to('{device}', torch.float64), then load_state_dict"
         ids, delta = _ids(gen, CONFIG), _delta(gen, CONFIG).double()
-        reply = unwrap(learner.call("gpt2_perturbed", seed=seed, config=CONFIG, ids=ids,
-                                    delta=delta, dtype="float64", device=device), what, MODULE)
+        state = values.grader_state(CONFIG, gen)
+        reply = unwrap(learner.call("gpt2_perturbed", seed=seed, config=CONFIG, state=state,
+                                    ids=ids, delta=delta, dtype="float64", device=device),
+                       what, MODULE)
+        _loaded(reply, what)
         logits = _logits(reply, what)
-        E = _table(reply, what, CONFIG, torch.float64)
-        model = values.lumen_gpt2(CONFIG, reply["state"], dtype=torch.float64, wte=E + delta)
+        E = state["wte.weight"].double()
+        model = values.lumen_gpt2(CONFIG, state, dtype=torch.float64, wte=E + delta)
         if not values.close(logits, values.logits(model, ids), rtol=1e-6):
             raise _lost_after_to(what, reply)
-    V, d = CONFIG["vocab_size"], CONFIG["d_model"]
-    table = torch.randn(V, d, generator=gen) * 0.02
-    checkpoint = values.fresh_lumen(CONFIG, seed).state_dict()  # lumen's, from this seed
-    state = {k: v for k, v in checkpoint.items() if k != "lm_head.weight"}  # E stored once
-    state["wte.weight"] = table
+    state = values.grader_state(CONFIG, gen)
     what = "load_state_dict of a checkpoint that stores the shared matrix once (as wte.weight)"
     ids, delta = _ids(gen, CONFIG), _delta(gen, CONFIG)
-    reply = unwrap(learner.call("gpt2_perturbed", seed=seed, config=CONFIG, ids=ids,
-                                delta=delta, state=state), what, MODULE)
-    loaded = reply["load"]
-    if isinstance(loaded, dict) and "error" in loaded:
-        raise Mistake(f"{what} raised {loaded['error']}: {loaded['message']}")
+    reply = unwrap(learner.call("gpt2_perturbed", seed=seed, config=CONFIG, state=state,
+                                ids=ids, delta=delta), what, MODULE)
+    _loaded(reply, what)
     logits = _logits(reply, what)
-    expected = values.logits(values.lumen_gpt2(CONFIG, state, wte=table + delta), ids)
+    expected = values.logits(values.lumen_gpt2(CONFIG, state, wte=state["wte.weight"] + delta),
+                             ids)
     if not values.close(logits, expected):
         raise Mistake(
             f"after {what}, lm_head.weight does not hold the loaded matrix: the tie was lost "
@@ -331,18 +366,21 @@ def test_tie_survives_to_and_load(learner, seed, gen, devices):
 def test_untied_keeps_two_matrices(learner, seed, gen):
     """untied (config.tie_weights=False): wte and lm_head are two separate matrices
 
-    Earned by values: changing wte.weight in place must leave the output layer as it was."""
+    Earned by values: the grader's checkpoint holds two different matrices, E and H; loaded,
+    and wte.weight changed in place, the logits must be lumen's h @ H^T, the head untouched."""
     what = _described(UNTIED)
     ids, delta = _ids(gen, UNTIED), _delta(gen, UNTIED)
-    reply = unwrap(learner.call("gpt2_perturbed", seed=seed, config=UNTIED, ids=ids,
-                                delta=delta), what, MODULE)
+    state = values.grader_state(UNTIED, gen)
+    E = state["wte.weight"]
+    reply = unwrap(learner.call("gpt2_perturbed", seed=seed, config=UNTIED, state=state,
+                                ids=ids, delta=delta), what, MODULE)
+    _loaded(reply, what)
     logits = _logits(reply, what)
-    E = _table(reply, what, UNTIED)
-    expected = values.logits(values.lumen_gpt2(UNTIED, reply["state"], wte=E + delta), ids)
+    expected = values.logits(values.lumen_gpt2(UNTIED, state, wte=E + delta), ids)
+    logits = expect_tensor(logits, f"{what}: the logits", like=expected)
     if values.close(logits, expected):
         return
-    if reply["same_object"] or reply["same_storage"] or values.close(
-            logits, values.logits(values.lumen_gpt2(CONFIG, reply["state"], wte=E + delta), ids)):
+    if reply["same_object"] or reply["same_storage"] or reply["before"]["same_object"]:
         raise Mistake(
             f"{what}: lm_head.weight shares wte.weight's matrix although config.tie_weights=False: "
             "tie_weights must read self.config.tie_weights and leave the two layers apart when "
@@ -388,8 +426,8 @@ def test_tie_as_you_wrote_it(learner, seed, gen):
 
     Earned by values: a GPT2 converted to float64 and holding a fresh state, tied and untied,
     gets the logits of lumen's after wte.weight changes in place, both with the grader's given
-    code and with the learner's; then test_tied_head_is_the_embedding's requirement, on fresh
-    inputs."""
+    code and with the learner's; then test_tied_logits_and_initial_loss's requirement (a value
+    check: the structural test_tied_head_is_the_embedding carries no points), on fresh inputs."""
     V, d = CONFIG["vocab_size"], CONFIG["d_model"]
     for config in (CONFIG, UNTIED):
         tied = config.get("tie_weights", True)
@@ -404,4 +442,4 @@ def test_tie_as_you_wrote_it(learner, seed, gen):
             config, state, dtype=torch.float64, wte=state["wte.weight"].double() + delta), ids)
         _as_shipped_verdict(what, tied, values.close(reply["pinned"], expected, rtol=1e-6),
                             values.close(reply["shipped"], expected, rtol=1e-6))
-    test_tied_head_is_the_embedding(learner, seed, gen)
+    test_tied_logits_and_initial_loss(learner, seed, gen)

@@ -1,10 +1,11 @@
-"""What the hidden suites compute in the grader, from what a probe returned.
+"""What the hidden suites compute in the grader: the states they send, the values they expect.
 
 A probe's reply comes from the learner's process, where learner code could have rewritten it.
-So the suites never take the child's word for a structural fact (the same Parameter, a count,
-a recorded call): they compare VALUES the learner's code computed on the grader's fresh
-inputs with values computed here, by PyTorch and by lumen's GPT-2 loaded with the learner's
-own weights. A wrong value fails the test; the facts only pick the message.
+So nothing a reply holds goes into an expected value: the grader draws every state it compares
+against (``grader_state``, from the suite's seeded generator), a probe loads it into the
+learner's model, and the expected logits, gradients and weights are computed here, by PyTorch
+and by lumen's GPT-2 holding that same state. A structural fact a reply reports (the same
+Parameter, a count, a recorded call) only picks the message.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from contextlib import contextmanager
 
 import torch
 
-from autograder.suites.feedback import Mistake
 from lumen import gpt2 as ref
 
 
@@ -37,32 +37,40 @@ def fresh_lumen(config: dict, seed: int) -> ref.GPT2:
         return ref.GPT2(ref.GPT2Config(**config)).eval()
 
 
+def grader_state(config: dict, gen: torch.Generator, **weights: torch.Tensor) -> dict:
+    """A state_dict for a GPT2 of ``config``, every tensor drawn here from ``gen``: weights
+    N(0, 0.02^2), biases N(0, 0.02^2), LayerNorm scales 1 + N(0, 0.1^2) (so that no layer is
+    the identity, and none is zero), with ``weights`` (``wte``, ``lm_head``: the matrices of
+    those layers) put in their place. Tied (``config["tie_weights"]``, the default), the
+    checkpoint stores the shared matrix once, as wte.weight: loading it must load the head."""
+    tied = config.get("tie_weights", True)
+    state = {}
+    for name, like in fresh_lumen(config, 0).state_dict().items():  # the names and shapes
+        if tied and name == "lm_head.weight":
+            continue
+        noise = torch.randn(like.shape, generator=gen)
+        scale = "ln_" in name and name.endswith(".weight")
+        state[name] = 1.0 + 0.1 * noise if scale else 0.02 * noise
+    for layer, tensor in weights.items():
+        state[f"{layer}.weight"] = tensor
+    return state
+
+
 def lumen_gpt2(config: dict, state: dict, dtype: torch.dtype | None = None,
                **weights: torch.Tensor) -> ref.GPT2:
-    """lumen's GPT2 of ``config`` holding the learner's ``state`` (a state_dict they returned),
-    with ``weights`` (``wte``, ``lm_head``: the matrices of those layers) put in its place.
-    Tied (``config["tie_weights"]``, the default), lm_head IS wte, so ``lm_head`` is ignored
-    and the head follows wte, as it must."""
+    """lumen's GPT2 of ``config`` holding the grader's ``state`` (``grader_state``), with
+    ``weights`` (``wte``, ``lm_head``) put in its place. Tied (``config["tie_weights"]``, the
+    default), lm_head IS wte, so an ``lm_head`` entry is ignored and the head follows wte."""
     tied = config.get("tie_weights", True)
-    model = fresh_lumen(config, 0)  # its values are replaced below; only the shapes matter
+    model = fresh_lumen(config, 0)  # its values are all replaced below
     if dtype is not None:
         model = model.to(dtype)
-    wanted = dict(state) if isinstance(state, dict) else {}
-    for layer, tensor in weights.items():
-        wanted[f"{layer}.weight"] = tensor
+    wanted = {**state, **{f"{layer}.weight": t for layer, t in weights.items()}}
     if tied:
         wanted.pop("lm_head.weight", None)
-    expected = model.state_dict()
-    missing = sorted(set(expected) - set(wanted) - ({"lm_head.weight"} if tied else set()))
-    wrong = sorted(k for k in set(expected) & set(wanted)
-                   if not isinstance(wanted[k], torch.Tensor)
-                   or tuple(wanted[k].shape) != tuple(expected[k].shape))
-    if missing or wrong:
-        names = ", ".join([*missing, *wrong][:3])
-        raise Mistake(f"your GPT2's state_dict lacks or reshapes {names}: keep the given code's "
-                      "layers, their names and shapes (only tie_weights and init_weights are "
-                      "yours to write)")
-    model.load_state_dict({k: wanted[k] for k in expected if k in wanted}, strict=False)
+    result = model.load_state_dict(wanted, strict=False)
+    if result.unexpected_keys or set(result.missing_keys) - ({"lm_head.weight"} if tied else set()):
+        raise RuntimeError(f"the grader's state does not fit lumen's GPT2: {result}")  # a bug here
     return model.eval()
 
 

@@ -464,7 +464,7 @@ MISTAKES = {
                 rows = self.weight.gather(0, index.reshape(-1, 1).expand(-1, self.d_model))
                 return self.scale_output(rows.view(*shape, self.d_model))
         '''},
-        "test_lookup_every_shape", "changed the ids",
+        "test_ids_are_left_unchanged", "changed the ids",
     ),
     "a list of ids raises AttributeError": (
         {"embeddings:check_ids": '''

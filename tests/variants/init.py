@@ -335,7 +335,7 @@ MISTAKES = {
                     x.mul_(math.sqrt(self.d_model))
                 return x
         '''},
-        "test_scale_output", "changed its input x in place",
+        "test_scale_output_leaves_its_input", "changed its input x in place",
     ),
     "expected_dot_std's parameters renamed": (
         {"embeddings:expected_dot_std": '''

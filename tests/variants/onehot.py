@@ -203,7 +203,7 @@ MISTAKES = {
                 out = torch.zeros(*ids.shape, num_classes, dtype=dtype, device=ids.device)
                 return out.scatter_(-1, ids.long().unsqueeze_(-1), 1)  # ids itself, if int64
         '''},
-        "test_one_hot_rows", "changed the ids",
+        "test_ids_and_weight_are_left_unchanged", "changed the ids",
     ),
     "scatter_ with the ids as they are (no .long())": (
         {"embeddings:one_hot": '''
