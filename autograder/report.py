@@ -31,12 +31,14 @@ XML_FORBIDDEN = re.compile(r"[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ff
 
 
 def stage_line(s: StageGrade) -> str:
-    if s.score == s.max_score:
+    passed = sum(1 for r, _, _ in s.tests if r.passed)
+    if passed == len(s.tests):
         status = "all checks passed"
     elif s.not_implemented:
         status = "not implemented yet"
+    elif s.score == s.max_score:  # only structural checks, worth 0 points, failed
+        status = f"{passed} of {len(s.tests)} checks passed (the others carry no points)"
     else:
-        passed = sum(1 for r, _, _ in s.tests if r.passed)
         status = f"{passed} of {len(s.tests)} checks passed"
     return f"  {s.name:<11}{s.score:>6.1f} / {s.max_score:<5g} {status}"
 
@@ -53,7 +55,8 @@ def terminal(g: Grade) -> str:
              f"  seed {g.seed}, devices {', '.join(g.devices)}, {g.seconds:.1f} s", ""]
     lines += [stage_line(s) for s in g.stages]
     lines += [f"  {'total':<11}{g.score:>6.1f} / {g.max_score:g}", ""]
-    failing = [s for s in g.stages if s.score < s.max_score and not s.not_implemented]
+    # a failed check worth 0 points (a structural one) is shown too: its message still teaches
+    failing = [s for s in g.stages if s.first_failure is not None and not s.not_implemented]
     if failing:
         lines.append("What to fix first, stage by stage:")
         for s in failing:

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from autograder import report
 from autograder.grading import Grader
 from autograder.rubric import load as load_rubric
 from autograder.suites import values
@@ -197,9 +198,16 @@ def _zero_point_mistakes() -> list:
 
 @pytest.mark.parametrize(("stage", "name", "replacements"), _zero_point_mistakes())
 def test_a_mistake_named_by_a_structural_check(grader, tmp_path, stage, name, replacements):
-    graded = _stage(grader, make_submission(tmp_path / "mistake", replacements), stage)
+    grade = grader.grade(make_submission(tmp_path / "mistake", replacements), seed=11,
+                         stages=[stage])
+    graded = next(s for s in grade.stages if s.name == stage)
     if (stage, name) in STRUCTURAL_ONLY:
         assert graded.score == graded.max_score, "listed as structural only, yet it lost points"
+        # a 0-point check still teaches: the report says which check failed, and why
+        shown = report.terminal(grade)
+        first = graded.first_failure
+        assert "the others carry no points" in shown and first.title in shown, shown
+        assert report.shown(first.message, keep_lines=True).splitlines()[0] in shown, shown
     else:
         assert graded.score < graded.max_score, (
             f"{name} loses no points: list it in STRUCTURAL_ONLY (and the README's table) if "

@@ -814,12 +814,19 @@ def gpt2_tie_as_shipped(m, config, state, ids, delta):
     """The logits after ``delta`` is added to wte.weight in place, of a GPT2 converted to
     float64 holding ``state``: pinned (the given code the grader's) and as the learner wrote
     it, from the same random state (so that where the two differ, only the code does)."""
+    def run() -> object:  # on copies: a run that changes its inputs leaves the next its own
+        return _perturbed_logits(m, config, _copies(state), ids.clone(), delta.clone())
+
     start = torch.get_rng_state()
-    out = {"pinned": _attempt(lambda: _perturbed_logits(m, config, state, ids, delta))}
+    out = {"pinned": _attempt(run)}
     with m["shipped"]():
         torch.set_rng_state(start)
-        out["shipped"] = _attempt(lambda: _perturbed_logits(m, config, state, ids, delta))
+        out["shipped"] = _attempt(run)
     return out
+
+
+def _copies(state: dict) -> dict:
+    return {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in state.items()}
 
 
 @probe
@@ -827,11 +834,11 @@ def embedding_lookup_as_shipped(m, vocab_size, d_model, weight, ids, grad):
     """An Embedding loaded with ``weight`` (load_state_dict), converted with .double(): its
     rows on ``ids`` and the gradient of sum(rows * grad) in the Parameter registered as
     "weight"; pinned and as the learner wrote it."""
-    def run() -> dict:
+    def run() -> dict:  # on copies: a run that changes its inputs leaves the next its own
         layer = m["embeddings"].Embedding(vocab_size, d_model)
-        layer.load_state_dict({"weight": weight})
+        layer.load_state_dict({"weight": weight.clone()})
         layer = layer.double()
-        rows = layer(ids)
+        rows = layer(ids.clone())
         (rows * grad.to(rows.dtype)).sum().backward()
         registered = (_own_dict(layer).get("_parameters") or {}).get("weight")
         return {"rows": rows.detach(), "grad": None if registered is None else registered.grad}
