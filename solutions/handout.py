@@ -27,7 +27,7 @@ from solutions.zips import write_zip
 ROOT = release.ROOT
 FOLDER = "the-embedding-layer"  # what the learner's unzip creates
 README = ROOT / "handout" / "README.md"
-GRADER_ONLY = {"nbgrader"}  # in requirements.txt for the grader, not for learners
+GRADER_ONLY = {"nbgrader", "bleach"}  # in requirements.txt for the grader, not for learners
 
 REQUIREMENTS_HEADER = """\
 # Install torch first, on its own (the README says how), then: pip install -r requirements.txt
