@@ -228,6 +228,9 @@ class StageSession:
         self.printed: list[str] = []  # what the learner's code printed since take_printed()
         self._started: float | None = None  # when start() forked a child not yet heard from
         self.timeouts = 0  # probes of this stage that ran out of time
+        #: hidden tests' verdicts (None: passed) for the tests that build on them
+        #: (``feedback.remembered``)
+        self.verdicts: dict[str, BaseException | None] = {}
 
     def _drop(self) -> None:
         """End the child (the zygote kills it): a hang, a malformed answer or a deadline is

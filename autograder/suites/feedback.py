@@ -7,6 +7,7 @@ the test's code, never a traceback of the grader.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -236,3 +237,31 @@ def expect_unchanged(reply: Reply, sent: dict[str, torch.Tensor], what: str) -> 
                 "it, though its values came back as they were): work on new tensors, never in "
                 "place on an argument, which the caller (and autograd) goes on using"
             )
+
+
+def remembered(test: Callable) -> Callable:
+    """A hidden test whose verdict another test of its stage builds on (each as-you-wrote-it
+    check holds one point of such a test and fails whenever it does): its verdict is kept on
+    the stage's session, so that ``verdict_of`` repeats it instead of running it again (a
+    second run of a heavy test cost a cold grade seconds)."""
+
+    @functools.wraps(test)
+    def run(learner, *args, **kwargs) -> None:
+        try:
+            test(learner, *args, **kwargs)
+        except BaseException as error:
+            learner.verdicts[test.__name__] = error
+            raise
+        learner.verdicts[test.__name__] = None
+
+    return run
+
+
+def verdict_of(test: Callable, learner, *args, **kwargs) -> None:
+    """``test``'s verdict on this submission: the one it got when it ran (``remembered``),
+    raised again if it failed, or, when it has not run (``-k``, ``--stage``), ``test`` run now."""
+    name = test.__name__
+    if name not in learner.verdicts:
+        test(learner, *args, **kwargs)
+    elif (error := learner.verdicts[name]) is not None:
+        raise error

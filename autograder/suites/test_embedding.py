@@ -35,9 +35,11 @@ from autograder.suites.feedback import (
     expect_tensor,
     expect_unchanged,
     first_difference,
+    remembered,
     same,
     unwrap,
     unwrap_meta,
+    verdict_of,
 )
 
 if TYPE_CHECKING:
@@ -141,6 +143,7 @@ def _check_parameter(reply: dict, W: torch.Tensor, ids: torch.Tensor, grad: torc
                                "move the Parameter registered as 'weight'")
 
 
+@remembered
 def test_lookup_every_shape(learner, seed, gen, devices):
     """forward(ids) is weight[ids] exactly, for 0-D, 1-D, 2-D and 3-D ids, on every device"""
     V, d = 23, 5
@@ -456,4 +459,4 @@ def test_layer_as_you_wrote_it(learner, seed, gen, devices):
             "or changed given code), which the grader replaces by its own: put the lookup in "
             "__init__ and forward themselves"
         )
-    test_lookup_every_shape(learner, seed, gen, devices)
+    verdict_of(test_lookup_every_shape, learner, seed, gen, devices)

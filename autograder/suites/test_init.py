@@ -26,7 +26,7 @@ from statistics import NormalDist
 import torch
 
 from autograder.suites import values
-from autograder.suites.feedback import Mistake, expect_tensor, unwrap
+from autograder.suites.feedback import Mistake, expect_tensor, remembered, unwrap, verdict_of
 from lumen import gpt2 as ref
 
 STAGE = "init"
@@ -166,6 +166,7 @@ def _weight(learner, seed: int, what: str, vocab_size: int = V, d_model: int = D
     return expect_tensor(built["weight"], f"{what}.weight", like=torch.empty(vocab_size, d_model))
 
 
+@remembered
 def test_reset_parameters_uses_std(learner, seed, gen):
     """reset_parameters draws the rows from N(0, std^2) with the layer's own std (normal
     draws: a uniform fill or a pattern of the right std fails too), in the weight's dtype: run
@@ -480,6 +481,7 @@ def _stds_hint(name: str, kind: str, std: float, weight: torch.Tensor) -> str:
     return f"GPT-2 draws {kind} from N(0, {std:.4g}^2)"
 
 
+@remembered
 def test_gpt2_weight_stds(learner, seed, gen):
     """init_weights: wte 0.02, wpe 0.01, Linear 0.02 (lm_head too, untied), c_proj
     0.02/sqrt(2 n_layers), all normal draws; run again after .to(float64), the same"""
@@ -564,7 +566,7 @@ def test_embedding_keeps_its_draw_as_you_wrote_it(learner, seed, gen):
                 "something after the call (or a method of your class) replaces the weight; "
                 f"{GIVEN_LINES}"
             )
-    test_reset_parameters_uses_std(learner, seed, gen)
+    verdict_of(test_reset_parameters_uses_std, learner, seed, gen)
 
 
 def test_gpt2_keeps_its_initialisation_as_you_wrote_it(learner, seed, gen):
@@ -590,4 +592,4 @@ def test_gpt2_keeps_its_initialisation_as_you_wrote_it(learner, seed, gen):
                 "of your class changes the parameters. The grader runs the stub's own "
                 "GPT2.__init__; leave it as the stub has it and initialise in init_weights"
             )
-    test_gpt2_weight_stds(learner, seed, gen)
+    verdict_of(test_gpt2_weight_stds, learner, seed, gen)

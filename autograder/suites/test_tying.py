@@ -27,7 +27,7 @@ import math
 import torch
 
 from autograder.suites import values
-from autograder.suites.feedback import Mistake, expect_tensor, unwrap
+from autograder.suites.feedback import Mistake, expect_tensor, remembered, unwrap, verdict_of
 from lumen.params import count_params
 
 STAGE = "tying"
@@ -249,6 +249,7 @@ def test_embedding_matrix_is_kept(learner, seed, gen):
                   f"keep the embedding's matrix as it is, {TIE}")
 
 
+@remembered
 def test_tied_logits_and_initial_loss(learner, seed, gen):
     """the tied model's logits are h @ E.T, and its initial loss on random ids is about ln V
 
@@ -442,4 +443,4 @@ def test_tie_as_you_wrote_it(learner, seed, gen):
             config, state, dtype=torch.float64, wte=state["wte.weight"].double() + delta), ids)
         _as_shipped_verdict(what, tied, values.close(reply["pinned"], expected, rtol=1e-6),
                             values.close(reply["shipped"], expected, rtol=1e-6))
-    test_tied_logits_and_initial_loss(learner, seed, gen)
+    verdict_of(test_tied_logits_and_initial_loss, learner, seed, gen)
