@@ -338,7 +338,7 @@ MISTAKES = {
                 assert str(ids.device) == "cpu"
                 return self.scale_output(self.weight[ids])
         '''},
-        "test_meta_device_and_dtypes", "same call on CPU tensors ran",
+        "test_meta_device_and_dtypes", "AssertionError",
     ),
     "scales twice": (
         {"embeddings:Embedding.forward": '''
@@ -366,7 +366,7 @@ MISTAKES = {
                 fn = getattr(torch, "embed" + "ding")
                 return self.scale_output(fn(self.weight, ids))
         '''},
-        "test_no_builtin_embedding", "PyTorch's own embedding",
+        "test_no_builtin_embedding", "without naming it",
     ),
     "F.embedding in a helper in params.py": (
         {"embeddings:Embedding.forward": '''
