@@ -152,7 +152,7 @@ TIE_FACTS = {"same_object": bool, "same_storage": bool, "head_shape": [int],
 STATE = DictOf(ANY)
 #: ``probes._constructed``: a constructor's refusal, or what it left after its last call of
 #: the recorded method and once done (a weight, or a state: the learner's values).
-CONSTRUCTED = {"built": Maybe(REFUSAL), "calls": int, "recorded?": ANY, "final?": ANY}
+CONSTRUCTED = {"built": Maybe(REFUSAL), "times_called": int, "recorded?": ANY, "final?": ANY}
 #: Rows looked up and the gradient in the registered weight (``embedding_lookup_as_shipped``).
 ROWS = {"rows": ANY, "grad": ANY}
 

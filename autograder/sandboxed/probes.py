@@ -768,8 +768,8 @@ def _constructed(build: Callable[[], object], cls: type, method: str,
     with _recording(cls, method, read) as calls:
         built = _attempt(build)
     if isinstance(built, dict) and "error" in built:
-        return {"built": built, "calls": len(calls)}
-    return {"built": None, "calls": len(calls), "recorded": calls[-1] if calls else None,
+        return {"built": built, "times_called": len(calls)}
+    return {"built": None, "times_called": len(calls), "recorded": calls[-1] if calls else None,
             "final": read(built)}
 
 

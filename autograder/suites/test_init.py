@@ -554,7 +554,7 @@ def test_embedding_keeps_its_draw_as_you_wrote_it(learner, seed, gen):
     reply = unwrap(learner.call("embedding_as_shipped", seed=seed, vocab_size=V, d_model=D,
                                 std=0.02), what, MODULE)
     if reply["built"] is None:
-        if reply["calls"] == 0:
+        if reply["times_called"] == 0:
             raise Mistake(f"{what} never calls reset_parameters: the given last line of "
                           f"Embedding.__init__, self.reset_parameters(), was changed or removed; "
                           f"{GIVEN_LINES}")
@@ -575,7 +575,7 @@ def test_gpt2_keeps_its_initialisation_as_you_wrote_it(learner, seed, gen):
     what = f"{_model(None)} as you wrote it (your GPT2.__init__ and init_weights)"
     reply = unwrap(learner.call("gpt2_as_shipped", seed=seed, config=CONFIG), what, "gpt2")
     if reply["built"] is None:
-        if reply["calls"] == 0:
+        if reply["times_called"] == 0:
             raise Mistake(f"{what} never calls init_weights: GPT2.__init__ is given code, "
                           "which calls self.init_weights() and then self.tie_weights(); leave "
                           "it as the stub has it")
