@@ -85,8 +85,8 @@ CORRECT = {
                 return self.total * (torch.finfo(dtype).bits // 8)
         ''',
     },
-    # numpy's integers cannot reach a ParamCount within the rules (no numpy, no .numpy()):
-    # torch's 0-d integer tensors are the int-like type a learner's arithmetic can produce.
+    # torch's 0-d integer tensors: an int-like type a learner's arithmetic can produce (numpy's
+    # integers are allowed too; the count's rule is operator.index, whatever the type).
     "counts as 0-d integer tensors": {
         "params:count_params": '''
             def count_params(vocab_size, d_model, n_layers, n_ctx, tied=True):
