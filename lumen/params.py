@@ -111,7 +111,10 @@ def count_params(
     Returns:
         The ``ParamCount``, every field a whole number;
         ``count_params(50257, 768, 12, 1024).total == 124_439_808``, and
-        ``count_params(50257, 768, 12, 1024, False)`` is the same model untied.
+        ``count_params(50257, 768, 12, 1024, False)`` is the same model untied. Exact for any
+        sizes, from one of each (``count_params(1, 1, 1, 1)``) to models far larger than
+        GPT-2, whose counts pass 2**31: count in Python's ints, never in int32 (a
+        ``torch.int32`` tensor or ``numpy.int32`` wraps around past 2,147,483,647).
     """
     ### BEGIN SOLUTION
     d = d_model

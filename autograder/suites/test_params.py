@@ -35,7 +35,8 @@ VISIBLE: dict[str, tuple[str, ...]] = {
     "test_gpt2_totals": ("test_gpt2_sizes_as_published", "test_untying_adds_one_more_table"),
     "test_parts_field_by_field": ("test_every_part_matches_pytorchs_layers",
                                   "test_counts_are_whole_numbers",
-                                  "test_arguments_by_position_or_by_name"),
+                                  "test_arguments_by_position_or_by_name",
+                                  "test_counts_are_exact_at_the_edges"),
     "test_embedding_share": ("test_the_table_is_a_large_share_of_a_small_model",
                              "test_embedding_share_of_any_count"),
     "test_memory_bytes": ("test_memory_bytes",),
@@ -58,6 +59,27 @@ def _random_shape(gen: torch.Generator) -> dict[str, int]:
 
     return {"vocab_size": pick(600, 2000), "n_ctx": pick(100, 512), "d_model": pick(10, 96),
             "n_layers": pick(2, 8)}
+
+
+#: The smallest model (one of each) and, drawn per run, one far larger than GPT-2 whose every
+#: per-block count and token table is past 2**31 (int32 arithmetic wraps there), yet below 2**62.
+SMALLEST = {"vocab_size": 1, "n_ctx": 1, "d_model": 1, "n_layers": 1}
+INT32 = 2**32
+
+
+def _large_shape(gen: torch.Generator) -> dict[str, int]:
+    """A shape of this run's own, larger than Llama 3 405B: V x d >= 200,000 x 12,288 and
+    N x 4d^2 >= 64 x 4 x 12,288^2, both past 2**31."""
+    def pick(lo: int, hi: int) -> int:
+        return int(torch.randint(lo, hi + 1, (), generator=gen))
+
+    return {"vocab_size": pick(200_000, 262_144), "n_ctx": pick(65_536, 131_072),
+            "d_model": pick(12_288, 16_384), "n_layers": pick(64, 128)}
+
+
+def _wrapped(got: Number, want: int) -> bool:
+    """Whether ``got`` is ``want`` wrapped around by 32-bit arithmetic (int32 or uint32)."""
+    return isinstance(got, int) and got != want and (got - want) % INT32 == 0
 
 
 def _call(shape: dict, tied: bool, positional: bool) -> str:
@@ -176,9 +198,16 @@ def test_gpt2_totals(learner, seed):
                 raise Mistake(f"{what}: total {got:,}, expected {want:,}: {hint}")
 
 
+WRAPPED = ("the right count wrapped around 2**32: it was computed in 32-bit integers (a "
+           "torch.int32 tensor or numpy.int32), which overflow past 2**31 - 1 = 2,147,483,647. "
+           "Count with Python's ints (or int64), which stay exact")
+
+
 def _field_hint(field: str, got: Number, shape: dict, tied: bool, fields: dict) -> str:
     """The likely mistake behind one wrong field."""
     V, d, N, n_ctx = shape["vocab_size"], shape["d_model"], shape["n_layers"], shape["n_ctx"]
+    if _wrapped(got, getattr(ref.count_params(**shape, tied=tied), field)):
+        return WRAPPED
     hints = {
         "token_embedding": [(V * d + n_ctx * d, "wte and wpe are separate tables: the token "
                              "embedding is V x d alone")],
@@ -223,12 +252,17 @@ def _first_wrong(fields: dict[str, Number], want: ref.ParamCount) -> str | None:
 
 def test_parts_field_by_field(learner, seed, gen):
     """every part (wte, wpe, attention, MLP, layer norms, ln_f, head) as a whole number, for
-    the presets and for random shapes passed by name and positionally"""
+    the presets and for random shapes passed by name and positionally, exactly at the edges:
+    one of each size, and a model whose counts are past 2**31"""
     cases = [(_preset(name), True, name, False) for name in ref.PRESETS]
     cases.append((_preset("gpt2"), False, "gpt2", False))
     for tied in (True, False):
         shape = _random_shape(gen)
         cases += [(shape, tied, "", True), (shape, tied, "", False)]
+    large = _large_shape(gen)
+    cases += [(SMALLEST, True, "one of each", False), (SMALLEST, False, "one of each", True),
+              (large, False, "larger than Llama 3 405B", True),
+              (large, True, "larger than Llama 3 405B", False)]
     for shape, tied, name, positional in cases:
         fields, what = _count(learner, seed, shape, tied, name=name, positional=positional)
         want = ref.count_params(**shape, tied=tied)

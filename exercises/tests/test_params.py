@@ -115,6 +115,34 @@ def test_arguments_by_position_or_by_name(params):
 
 
 @pytest.mark.parametrize("tied", [True, False], ids=["tied", "untied"])
+@pytest.mark.parametrize("V, d, N, n_ctx", [(1, 1, 1, 1), (151_936, 8_192, 80, 32_768)],
+                         ids=["one of each", "past 2**31"])
+def test_counts_are_exact_at_the_edges(params, V, d, N, n_ctx, tied):
+    # formulas from PyTorch's own layers, in Python's ints (building this model would take
+    # hundreds of GB): weights n_in x n_out plus n_out biases; a LayerNorm holds 2d numbers
+    def linear(n_in: int, n_out: int, bias: bool = True) -> int:
+        return n_in * n_out + (n_out if bias else 0)
+
+    assert sum(p.numel() for p in nn.Linear(3, 5).parameters()) == linear(3, 5)
+    expected = {
+        "token_embedding": V * d, "position_embedding": n_ctx * d,
+        "attention": N * (linear(d, 3 * d) + linear(d, d)),
+        "mlp": N * (linear(d, 4 * d) + linear(4 * d, d)), "layer_norms": N * 2 * (2 * d),
+        "final_norm": 2 * d, "lm_head": 0 if tied else linear(d, V, bias=False),
+    }
+    expected["total"] = sum(expected.values())
+    count = params.count_params(V, d, N, n_ctx, tied)
+    for part, n in expected.items():
+        got = operator.index(getattr(count, part))
+        wrapped = got != n and (got - n) % 2**32 == 0
+        assert got == n, (
+            f"count_params({V}, {d}, {N}, {n_ctx}, {tied}).{part} is {got:,}, expected {n:,}"
+            + (": the count wrapped around 2**32, so it was computed in int32 (a torch.int32 "
+               "tensor or numpy.int32); count in Python's ints" if wrapped else "")
+        )
+
+
+@pytest.mark.parametrize("tied", [True, False], ids=["tied", "untied"])
 def test_counts_are_whole_numbers(params, tied):
     count = params.count_params(50257, 768, 12, 1024, tied)
     for field in dataclasses.fields(count):

@@ -96,6 +96,18 @@ CORRECT = {
                 return ParamCount(*parts, total=sum(parts))
         ''',
     },
+    # numpy's int64 is a whole number by the contract's rule, and stays exact past 2**31.
+    "counts in numpy.int64": {
+        "params:count_params": '''
+            def count_params(vocab_size, d_model, n_layers, n_ctx, tied=True):
+                import numpy as np
+
+                V, d, N, C = (np.int64(n) for n in (vocab_size, d_model, n_layers, n_ctx))
+                parts = [V * d, C * d, N * (4 * d * d + 4 * d), N * (8 * d * d + 5 * d),
+                         N * 4 * d, 2 * d, np.int64(0) if tied else V * d]
+                return ParamCount(*parts, total=sum(parts))
+        ''',
+    },
     "a self-check under __main__ in params.py": {
         "params:main": _lumen_def("params", "main") + SELF_CHECK,
     },
@@ -251,6 +263,18 @@ MISTAKES = {
                 return self.total * DTYPE_BYTES[dtype]
         '''},
         "test_unknown_dtype_refused", "torch.float64",
+    ),
+    # Right for every GPT-2 (all its counts are below 2**31), wrong past it.
+    "counts in int32 tensors (wrap past 2**31)": (
+        {"params:count_params": '''
+            def count_params(vocab_size, d_model, n_layers, n_ctx, tied=True):
+                V, d, N, C = (torch.tensor(n, dtype=torch.int32)
+                              for n in (vocab_size, d_model, n_layers, n_ctx))
+                parts = [V * d, C * d, N * (4 * d * d + 4 * d), N * (8 * d * d + 5 * d),
+                         N * 4 * d, 2 * d, 0 if tied else V * d]
+                return ParamCount(*parts, total=sum(parts))
+        '''},
+        "test_parts_field_by_field", "wrapped around 2**32",
     ),
     "unknown dtype raises KeyError": (
         {"params:ParamCount.memory_bytes": '''
