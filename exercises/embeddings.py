@@ -150,10 +150,13 @@ class Embedding(nn.Module):
         is left as it was (no ``x.mul_``), since it holds the rows the caller looked up.
 
         Args:
-            x: looked-up rows, ``(..., d_model)``, tracked by autograd.
+            x: looked-up rows, ``(..., d_model)`` (one row ``(d_model,)``, or none at all, such
+                as ``(0, T, d_model)``), of any float dtype (float32, float64, bfloat16),
+                tracked by autograd.
 
         Returns:
-            ``(..., d_model)`` in ``x``'s dtype; the same tensor when ``scale`` is off.
+            ``(..., d_model)``, ``x``'s shape, in ``x``'s dtype (no ``.double()`` or
+            ``.float()``); ``x``'s own values when ``scale`` is off (``x`` itself will do).
         """
         # YOUR CODE HERE (stage: init)
         raise NotImplementedError("Embedding.scale_output is not implemented yet (stage 'init')")

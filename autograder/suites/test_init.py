@@ -49,7 +49,8 @@ VISIBLE: dict[str, tuple[str, ...]] = {
     "test_rows_are_not_identical": ("test_rows_start_small_and_random",),
     "test_reset_refills_in_place": ("test_reset_parameters_refills_in_place",),
     "test_scale_output": ("test_scale_output_multiplies_by_sqrt_d",
-                          "test_scale_output_gradient_and_input"),
+                          "test_scale_output_gradient_and_input",
+                          "test_scale_output_keeps_dtype_and_shape"),
     "test_scale_output_leaves_its_input": ("test_scale_output_gradient_and_input",),
     "test_expected_dot_std": ("test_expected_dot_std_is_the_chapters_formula",
                               "test_the_prediction_matches_a_measurement"),
@@ -311,7 +312,8 @@ def _input_kept(after: object, x: torch.Tensor, what: str) -> None:
                   "looked up, which the caller may still need")
 
 
-def _gradient_is(grad: object, upstream: torch.Tensor, factor: float, what: str) -> None:
+def _gradient_is(grad: object, upstream: torch.Tensor, factor: float, what: str,
+                 rtol: float = 1e-6) -> None:
     """The gradient that reached x through scale_output must be ``factor`` * ``upstream``."""
     if isinstance(grad, dict) and "error" in grad:
         raise Mistake(f"{what}: the backward pass through scale_output raised {grad['error']}: "
@@ -321,38 +323,64 @@ def _gradient_is(grad: object, upstream: torch.Tensor, factor: float, what: str)
                       "off from autograd (.detach(), .data, torch.no_grad() or a new tensor "
                       "made from the numbers), so the embedding would never train. Compute it "
                       "from x itself: x * math.sqrt(self.d_model)")
-    if not values.close(grad, upstream * factor, rtol=1e-6):
-        ratio = float((grad / upstream).median()) if isinstance(grad, torch.Tensor) \
-            and grad.shape == upstream.shape else math.nan
+    if not values.close(grad, upstream * factor, rtol=rtol):
+        ratio = float((grad.double() / upstream).median()) if isinstance(grad, torch.Tensor) \
+            and grad.shape == upstream.shape and grad.numel() else math.nan
         raise Mistake(f"{what}: the gradient of scale_output(x) with respect to x is about "
                       f"{ratio:.4g} times the upstream gradient, expected {factor:.4g} "
                       f"({'sqrt(d_model)' if factor != 1 else 'x passes through unchanged'})")
 
 
+#: scale_output's inputs: (d_model, scale, x's leading shape, x's dtype). Rows (3, 5) in float64
+#: first, then the sweep the docstring allows: float32 and bfloat16, one row (d,), no rows at
+#: all (0, 5, d), four dimensions, scale off in float32.
+SCALE_CASES = ((16, True, (3, 5), torch.float64), (10, True, (3, 5), torch.float64),
+               (16, False, (3, 5), torch.float64), (10, True, (2, 3, 4), torch.float32),
+               (64, True, (7,), torch.bfloat16), (12, True, (), torch.float32),
+               (16, True, (0, 5), torch.float64), (12, False, (4,), torch.float32))
+#: How close scale_output's output and gradient must be, by dtype: a correct multiply by
+#: sqrt(d) computed another way (a float32 sqrt, torch.tensor(d).sqrt()) rounds differently.
+SCALE_RTOL = {torch.float64: 1e-6, torch.float32: 1e-5, torch.bfloat16: 1e-2}
+
+
+def _scale_call(d: int, scale: bool, rows: tuple, dtype: torch.dtype) -> str:
+    shape = (*rows, d)
+    return (f"scale_output(x) with d_model={d}, scale={scale}, x of shape {shape} "
+            f"{str(dtype).removeprefix('torch.')}")
+
+
 def test_scale_output(learner, seed, gen):
-    """scale_output multiplies by sqrt(d_model) exactly once when scale=True, else returns x;
-    it leaves x as it was, and its gradient with respect to x is sqrt(d_model), or 1"""
-    for d, scale in ((16, True), (10, True), (16, False)):
-        x = torch.randn(3, 5, d, generator=gen, dtype=torch.float64)
-        upstream = torch.randn(3, 5, d, generator=gen, dtype=torch.float64)
-        expected = x * math.sqrt(d) if scale else x
-        what = f"scale_output(x) with d_model={d}, scale={scale}"
+    """scale_output multiplies by sqrt(d_model) exactly once when scale=True, else returns x's
+    values; its gradient with respect to x is sqrt(d_model), or 1; in x's dtype and shape,
+    for float64, float32 and bfloat16 rows, one row, none, or many"""
+    for d, scale, rows, dtype in SCALE_CASES:
+        x = torch.randn(*rows, d, generator=gen, dtype=torch.float64).to(dtype)
+        upstream = torch.randn(*rows, d, generator=gen, dtype=torch.float64).to(dtype)
+        expected, rtol = x * math.sqrt(d) if scale else x, SCALE_RTOL[dtype]
+        what = _scale_call(d, scale, rows, dtype)
         result = unwrap(learner.call("embedding_scale", seed=seed, d_model=d, scale=scale, x=x,
                                      grad=upstream), what, MODULE)
-        out = expect_tensor(result["out"], what, like=expected)
-        if torch.allclose(out, expected, rtol=1e-6, atol=0):
-            _gradient_is(result["grad"], upstream, math.sqrt(d) if scale else 1.0, what)
+        out = result["out"]
+        if isinstance(out, torch.Tensor) and out.dtype != dtype and \
+                tuple(out.shape) == tuple(expected.shape):
+            raise Mistake(f"{what} returned {out.dtype} rows, expected {dtype}, x's own: "
+                          "multiply x by the Python float math.sqrt(self.d_model), with no "
+                          ".double(), .float() or a tensor of another dtype in between")
+        out = expect_tensor(out, what, like=expected)
+        if values.close(out, expected, rtol=rtol):
+            _gradient_is(result["grad"], upstream.double(), math.sqrt(d) if scale else 1.0,
+                         what, rtol)
             continue
         if scale and torch.equal(out, x):
             raise Mistake(f"{what} returned x unchanged: with scale=True, multiply by "
                           f"sqrt(d_model) = {math.sqrt(d):.4g}, as the original Transformer did")
-        if scale and torch.allclose(out, x * d, rtol=1e-6, atol=0):
+        if scale and values.close(out, x * d, rtol=rtol):
             raise Mistake(f"{what} multiplied by d_model = {d}, that is sqrt(d_model) applied "
                           f"twice: multiply once, by sqrt(d_model) = {math.sqrt(d):.4g}")
         if not scale:
             raise Mistake(f"{what} changed x: with scale=False (GPT-2's convention) the rows "
                           "come out as they are")
-        ratio = float((out / x).median())
+        ratio = float((out.double() / x.double()).median())
         raise Mistake(f"{what} multiplied x by about {ratio:.4g}, expected sqrt(d_model) = "
                       f"{math.sqrt(d):.4g}")
 
@@ -381,7 +409,7 @@ def test_expected_dot_std(learner, seed, gen):
     fresh = (round(0.05 + float(torch.rand((), generator=gen)), 4),  # a case of this run's own
              int(torch.randint(2, 4096, (), generator=gen)))
     for std, d, keyword in ((0.02, 768, False), (0.1, 64, False), (0.5, 10, False),
-                            (2.0, 3, False), (*fresh, True)):
+                            (2.0, 3, False), (0.0, 1, False), (*fresh, True)):
         expected = std**2 * math.sqrt(d)
         what = f"expected_dot_std(std={std}, d_model={d})" if keyword else \
             f"expected_dot_std({std}, {d})"

@@ -53,6 +53,8 @@ def test_expected_dot_std_is_the_chapters_formula(embeddings):
     assert math.isclose(by_name, 0.5**2 * math.sqrt(10), rel_tol=1e-12), (
         f"expected_dot_std(std=0.5, d_model=10) should be 0.25 * sqrt(10) = 0.79, got {by_name}"
     )
+    zero = embeddings.expected_dot_std(0.0, 5)  # the edge: rows of zeros have dot products 0
+    assert zero == 0.0, f"expected_dot_std(0.0, 5) should be 0.0, got {zero}"
 
 
 @pytest.mark.parametrize("std, d", [(0.02, 768), (1.0, 64)])
@@ -160,6 +162,27 @@ def test_scale_output_gradient_and_input(embeddings, scale):
     assert torch.allclose(grad, torch.full_like(grad, factor)), (
         f"the gradient of scale_output(x) with respect to x should be {factor:g} everywhere "
         f"(scale={scale}), got {grad.flatten()[:3].tolist()}..."
+    )
+
+
+@pytest.mark.parametrize("shape, dtype", [((5, 9), torch.float32), ((2, 2, 16), torch.bfloat16),
+                                          ((16,), torch.float64), ((0, 3, 16), torch.float32)],
+                         ids=["float32", "bfloat16", "one row", "no rows"])
+@pytest.mark.parametrize("scale", [True, False], ids=["scaled", "unscaled"])
+def test_scale_output_keeps_dtype_and_shape(embeddings, shape, dtype, scale):
+    d = shape[-1]
+    layer = embeddings.Embedding(20, d, 0.02, scale)
+    x = torch.randn(shape).to(dtype)
+    out = layer.scale_output(x)
+    assert out.dtype == dtype and out.shape == x.shape, (
+        f"scale_output of {dtype} rows of shape {tuple(shape)} returned {out.dtype} rows of "
+        f"shape {tuple(out.shape)}: keep x's dtype and shape (multiply by the Python float "
+        "math.sqrt(self.d_model), no .double() or .float())"
+    )
+    expected = x * math.sqrt(d) if scale else x  # sqrt(9) = 3 and sqrt(16) = 4: exact
+    assert torch.equal(out, expected), (
+        f"scale={scale}, d_model={d}: expected x * {math.sqrt(d) if scale else 1:g}, got "
+        f"{out.flatten()[:3].tolist()}... for x = {x.flatten()[:3].tolist()}..."
     )
 
 

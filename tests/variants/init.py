@@ -35,6 +35,15 @@ CORRECT = {
                         nn.init.normal_(p, 0.0, 0.02)
         ''',
     },
+    # scale off: x's own values are what matters, a copy of them too (the docstring says so).
+    "scale_output: a copy when off, torch.mul when on": {
+        "embeddings:Embedding.scale_output": '''
+            def scale_output(self, x):
+                if not self.scale:
+                    return x.clone()
+                return torch.mul(x, math.sqrt(self.d_model))
+        ''',
+    },
     "randn * std, copied in under no_grad": {
         "embeddings:Embedding.reset_parameters": '''
             def reset_parameters(self):
@@ -213,6 +222,24 @@ MISTAKES = {
                 return x
         '''},
         "test_scale_output", "applied twice",
+    ),
+    # Right for float64 rows (all the rows the check sent before the sweep), wrong for others.
+    "scale_output computed in float64 (x.double())": (
+        {"embeddings:Embedding.scale_output": '''
+            def scale_output(self, x):
+                if not self.scale:
+                    return x
+                return x.double() * math.sqrt(self.d_model)
+        '''},
+        "test_scale_output", "rows, expected torch.float32, x's own",
+    ),
+    # Right for (B, T, d) rows, wrong for one row or four dimensions.
+    "scale_output's width read as x.shape[2]": (
+        {"embeddings:Embedding.scale_output": '''
+            def scale_output(self, x):
+                return x * math.sqrt(x.shape[2]) if self.scale else x
+        '''},
+        "test_scale_output", "multiplied x by about 2, expected sqrt(d_model)",
     ),
     "scaled even when scale=False": (
         {"embeddings:Embedding.scale_output": '''
