@@ -26,7 +26,14 @@ from statistics import NormalDist
 import torch
 
 from autograder.suites import values
-from autograder.suites.feedback import Mistake, expect_tensor, remembered, unwrap, verdict_of
+from autograder.suites.feedback import (
+    Mistake,
+    describe_error,
+    expect_tensor,
+    remembered,
+    unwrap,
+    verdict_of,
+)
 from lumen import gpt2 as ref
 
 STAGE = "init"
@@ -158,12 +165,24 @@ def _trained(after: object, weight: torch.Tensor, grad: torch.Tensor, what: str)
                       "registered Parameter, refilled in place")
 
 
+def _reset(outcome, what: str) -> object:
+    """``unwrap`` for a call that runs reset_parameters on a weight that requires grad: an
+    in-place fill that autograd refused (no torch.no_grad()) is named as such."""
+    error = outcome.error
+    message = str(error.get("message", "")) if isinstance(error, dict) else ""
+    if "leaf Variable" in message and "in-place operation" in message:
+        raise Mistake(f"{what} raised {describe_error(error)}: the weight is a trainable leaf "
+                      "(it requires grad), and autograd refuses to record an in-place fill of "
+                      f"it. Fill it inside torch.no_grad(), which keeps it a leaf: {RESET}")
+    return unwrap(outcome, what, MODULE)
+
+
 def _weight(learner, seed: int, what: str, vocab_size: int = V, d_model: int = D,
             **kwargs) -> torch.Tensor:
     """The weight of the learner's ``Embedding(vocab_size, d_model, **kwargs)`` after
     construction: the draws under test."""
-    built = unwrap(learner.call("embedding_init", seed=seed, vocab_size=vocab_size,
-                                d_model=d_model, **kwargs), what, MODULE)
+    built = _reset(learner.call("embedding_init", seed=seed, vocab_size=vocab_size,
+                                d_model=d_model, **kwargs), what)
     return expect_tensor(built["weight"], f"{what}.weight", like=torch.empty(vocab_size, d_model))
 
 
@@ -197,8 +216,8 @@ def _refilled_draws(learner, seed: int, gen: torch.Generator, std: float) -> Non
             "whose weight is all 7s")
     ids = torch.randperm(V, generator=gen)  # every row once, in a fresh order
     grad = torch.randn(V, D, generator=gen)
-    result = unwrap(learner.call("embedding_reset", seed=seed, vocab_size=V, d_model=D, std=std,
-                                 ids=ids, grad=grad, lr=LR, dtype="float64"), what, MODULE)
+    result = _reset(learner.call("embedding_reset", seed=seed, vocab_size=V, d_model=D, std=std,
+                                 ids=ids, grad=grad, lr=LR, dtype="float64"), what)
     rows = result["rows"]
     if isinstance(rows, torch.Tensor) and bool((rows == 7).all()):
         raise Mistake(f"{what}: the weight is still all 7s: reset_parameters must refill it "
@@ -272,8 +291,8 @@ def test_reset_refills_in_place(learner, seed, gen):
             "whose weight is all 7s")
     ids = torch.randperm(V, generator=gen)  # every row once, in a fresh order
     grad = torch.randn(V, D, generator=gen)
-    result = unwrap(learner.call("embedding_reset", seed=seed, vocab_size=V, d_model=D, std=std,
-                                 ids=ids, grad=grad, lr=LR, dtype="float64"), what, MODULE)
+    result = _reset(learner.call("embedding_reset", seed=seed, vocab_size=V, d_model=D, std=std,
+                                 ids=ids, grad=grad, lr=LR, dtype="float64"), what)
     rows = result["rows"]
     if isinstance(rows, torch.Tensor) and bool((rows == 7).all()):
         raise Mistake(f"{what}: the weight is still all 7s: reset_parameters must refill it "

@@ -206,6 +206,14 @@ MISTAKES = {
         '''},
         "test_reset_refills_in_place", "new Parameter",
     ),
+    "normal_ outside torch.no_grad (autograd refuses the in-place fill)": (
+        {"embeddings:Embedding.reset_parameters": '''
+            def reset_parameters(self):
+                std = self.std if self.std is not None else 1.0 / math.sqrt(self.d_model)
+                self.weight.normal_(0.0, std)
+        '''},
+        "test_reset_parameters_uses_std", "Fill it inside torch.no_grad()",
+    ),
     "scale not applied": (
         {"embeddings:Embedding.scale_output": '''
             def scale_output(self, x):
