@@ -1,0 +1,70 @@
+"""Stage 'tying': every promise of GPT2.tie_weights, and the checks that hold it.
+
+The values are earned on the grader's checkpoint (``values.grader_state``) loaded into the
+learner's model, against lumen's GPT-2 holding the same checkpoint. Whether the head is the
+very same Parameter is observed in the learner's process: those checks are structural (0
+points, README's threat model) and their mistakes lose the points in the value checks.
+"""
+
+from __future__ import annotations
+
+from autograder.suites.promises import Promise
+
+TIE = "gpt2:GPT2.tie_weights"
+TINY = "GPT2(V=97, n_ctx=16, d=32, 2 blocks, 4 heads)"
+SQUARE = "GPT2(V=64, n_ctx=16, d=64, 2 blocks, 4 heads), square so a transposed head runs"
+LOADED = "the grader's checkpoint loaded (E stored once, as wte.weight), then wte.weight += delta"
+
+PROMISES: list[Promise] = [
+    Promise(TIE, "Apply ``self.config.tie_weights`` (read when called)",
+            f"{TINY} built untied, the grader's checkpoint with two matrices loaded, then "
+            "config.tie_weights=True and tie_weights() called again",
+            "test_tying.py::test_embedding_matrix_is_kept",
+            "test_tying.py::test_the_tie_keeps_the_embeddings_matrix"),
+    Promise(TIE, "share wte's matrix with lm_head, or keep them apart.",
+            f"{SQUARE} tied and {TINY} untied, {LOADED}: the logits",
+            "test_tying.py::test_tied_logits_and_initial_loss",
+            "test_tying.py::test_untied_keeps_two_matrices"),
+    Promise(TIE, "``lm_head.weight`` must be the very same Parameter as ``wte.weight`` (not a "
+            "copy, not a view)",
+            f"{TINY} tied, {LOADED}: logits h @ (E + delta)^T and wte.weight.grad holding both "
+            "uses (structural; the values carry the points)",
+            "test_tying.py::test_tied_head_is_the_embedding",
+            "test_tying.py::test_tied_head_is_the_same_parameter"),
+    Promise(TIE, "so the logits are ``h @ E.T``", f"{SQUARE}, {LOADED}, float32 on the CPU",
+            "test_tying.py::test_tied_logits_and_initial_loss",
+            "test_tying.py::test_tied_logits_are_h_times_the_table_transposed"),
+    Promise(TIE, "``parameters()`` counts it once",
+            f"{TINY} tied and untied, the grader's checkpoint, one SGD step with weight decay "
+            "over parameters() (structural)",
+            "test_tying.py::test_parameter_count",
+            "test_tying.py::test_tied_counts_the_table_once"),
+    Promise(TIE, "both uses of E add to its one gradient",
+            f"{TINY} tied, {LOADED}, sum(logits * grad) backward: wte.weight.grad (structural)",
+            "test_tying.py::test_tied_head_is_the_embedding",
+            "test_tying.py::test_every_row_gets_gradient_from_the_output_side"),
+    Promise(TIE, "the tie survives ``.to(device)`` and a state_dict round trip (loading "
+            "``wte.weight`` alone loads the head too)",
+            f"{TINY} .to(device, float64) on every device of the run (the GPU, else the meta "
+            f"device), and .to('cpu', bfloat16), then {LOADED}; and float32 on the CPU "
+            "without .to()",
+            "test_tying.py::test_tie_survives_to_and_load",
+            "test_tying.py::test_the_tie_survives_to_and_a_state_dict_round_trip"),
+    Promise(TIE, "The embedding's matrix is the one kept, exactly as it is",
+            f"{TINY} built untied, wte and lm_head loaded with two different matrices, then "
+            "tie_weights(): lumen's logits with wte's matrix as the head",
+            "test_tying.py::test_embedding_matrix_is_kept",
+            "test_tying.py::test_the_tie_keeps_the_embeddings_matrix"),
+    Promise(TIE, "not transposed (nn.Linear stores (V, d), the table's own layout)",
+            f"{SQUARE}: a transposed head still runs there, and is named",
+            "test_tying.py::test_tied_logits_and_initial_loss",
+            "test_tying.py::test_tied_logits_are_h_times_the_table_transposed"),
+    Promise(TIE, "not rescaled, so that a fresh model's loss on random ids is about ln V.",
+            f"a fresh {SQUARE} as built, 8 x 16 random ids: next-token loss within 0.25 of "
+            "ln 64", "test_tying.py::test_tied_logits_and_initial_loss",
+            "test_tying.py::test_the_tie_keeps_the_embeddings_matrix"),
+    Promise(TIE, "Untied: two separate Parameters, each with its own numbers.",
+            f"{TINY} untied, the checkpoint holding E and H, then wte.weight += delta: the "
+            "logits must be h @ H^T", "test_tying.py::test_untied_keeps_two_matrices",
+            "test_tying.py::test_untied_keeps_two_matrices"),
+]
