@@ -105,6 +105,9 @@ def test_untied_keeps_two_matrices(gpt2):
 
 
 def test_the_tie_survives_to_and_a_state_dict_round_trip(gpt2):
+    half = tiny(gpt2, tie=True).half()  # any float dtype: a conversion keeps one Parameter
+    tied = half.lm_head.weight is half.wte.weight and half.wte.weight.dtype == torch.float16
+    assert tied, "after .half(), lm_head.weight should still be wte.weight itself"
     model = tiny(gpt2, tie=True).to(torch.float64)
     tied = model.lm_head.weight is model.wte.weight
     assert tied, "after .to(torch.float64), lm_head.weight should still be wte.weight itself"
