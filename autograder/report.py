@@ -21,8 +21,8 @@ from xml.etree import ElementTree
 from lumen.stages import stage
 
 from .escape import terminal as shown
-from .mistakes import kind
-from .results import Grade, StageGrade
+from .mistakes import CRASHED, IMPORT_FAILED, MISTAKE, NOT_RUN, TIMED_OUT, kind
+from .results import Grade, StageGrade, TestResult
 from .untrusted import encodable
 
 #: What XML 1.0 cannot hold, even escaped: C0 controls but tab, newline and CR; surrogates;
@@ -43,6 +43,19 @@ def stage_line(s: StageGrade) -> str:
     return f"  {s.name:<11}{s.score:>6.1f} / {s.max_score:<5g} {status}"
 
 
+#: How specific each kind of failure's message is, most first: a diagnosed mistake names its
+#: cause; a crash, a timeout or a failed import only says that the code did not finish.
+SPECIFIC = (MISTAKE, CRASHED, TIMED_OUT, IMPORT_FAILED, NOT_RUN)
+
+
+def failures(s: StageGrade) -> list[TestResult]:
+    """Every failing check of stage ``s``, the most specific diagnosis first (``SPECIFIC``),
+    then in the suite's order."""
+    failed = [r for r, _, _ in s.tests if not r.passed]
+    return sorted(failed, key=lambda r: SPECIFIC.index(kind(r.message))
+                  if kind(r.message) in SPECIFIC else len(SPECIFIC))
+
+
 def submission_name(g: Grade) -> str:
     """The submission as its learner knows it: its folder's or zip's name, never the path on
     the grading machine (an instructor's home folder, /autograder/...)."""
@@ -60,13 +73,16 @@ def terminal(g: Grade) -> str:
     if failing:
         lines.append("What to fix first, stage by stage:")
         for s in failing:
-            first = s.first_failure
-            lines.append(f"  {s.name} ({stage(s.name).section}): {first.title}")
+            first, *others = failures(s)
+            lines.append(f"  {s.name} ({stage(s.name).section}): {shown(first.title)}")
             lines.append(f"    {shown(first.message, keep_lines=True)}")
             if first.output.strip():  # already cleaned and bounded where it came in
                 lines.append("    Your code printed:")
                 lines += [f"      {line}" for line in
                           shown(first.output.rstrip(), keep_lines=True).splitlines()]
+            if others:
+                lines.append(f"    Also failing in {s.name} ({len(others)}):")
+                lines += [f"      - {shown(r.title)}" for r in others]
         lines.append("")
     if g.not_graded:
         lines.append(f"Not graded in this run (--stage): {', '.join(g.not_graded)}")

@@ -433,7 +433,11 @@ FIGURES: tuple[tuple[str, str, str], ...] = (
 
 def summary(index: int, drawn: Drawn) -> str:
     """One line of the numbers figure ``index`` shows, for the command line."""
-    data = drawn.data
+    line = _summary(index, drawn.data)
+    return f"{line} ({PLACEHOLDER_NOTE})" if drawn.data.get("placeholders") else line
+
+
+def _summary(index: int, data: dict[str, Any]) -> str:
     if index == 1:
         return f"one_hot({data['id']}) @ E == E[{data['id']}]: {data['equal']}"
     if index == 2:
@@ -453,8 +457,28 @@ def summary(index: int, drawn: Drawn) -> str:
             f"for {len(data['points'])} (std, d)")
 
 
+#: What stage 'init' adds to the figures drawn on placeholder rows before it is written.
+PLACEHOLDER_NOTE = ("the rows are placeholders, uniform on [-1, 1): finish stage 'init' for "
+                    "N(0, std^2) rows")
+
+
 def draw(impl: Impl, index: int, words: WordVectors | None = None, quick: bool = False) -> Drawn:
-    """Figure ``index`` (1 to 6); ``words`` for figure 4; ``quick``: smaller sizes (tests)."""
+    """Figure ``index`` (1 to 6); ``words`` for figure 4; ``quick``: smaller sizes (tests).
+
+    A figure needs exactly its own stages: figures 1, 4 and 5 look rows up, and the whole
+    drawing (not only the table's construction) runs inside ``placeholders_until_init``, since
+    ``forward`` ends in ``scale_output``, stage 'init''s; ``data["placeholders"]`` then names
+    what fell back, and the summary line says to finish stage 'init'.
+    """
+    if index in (1, 4, 5):
+        with impl.explore.placeholders_until_init() as fell_back:
+            drawn = _draw(impl, index, words, quick)
+        drawn.data["placeholders"] = sorted(set(fell_back))
+        return drawn
+    return _draw(impl, index, words, quick)
+
+
+def _draw(impl: Impl, index: int, words: WordVectors | None, quick: bool) -> Drawn:
     if index == 1:
         return onehot_figure(impl)
     if index == 2:

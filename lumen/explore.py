@@ -62,10 +62,15 @@ def placeholders_until_init() -> Iterator[list[str]]:
     'init' is the last stage, and the lookup (stage 'embedding') is worth seeing long before:
     inside this block a stub's NotImplementedError from ``reset_parameters`` fills the rows
     with placeholder numbers (uniform on [-1, 1), not GPT-2's) and one from ``scale_output``
-    leaves the rows unscaled. The list it yields names the methods that fell back.
+    leaves the rows unscaled, and one from ``GPT2.init_weights`` keeps PyTorch's default
+    initialisation (so the tying cell of the lab runs too). The list it yields names the
+    methods that fell back.
     """
+    from .gpt2 import GPT2  # late: gpt2 imports embeddings
+
     fell_back: list[str] = []
-    originals = {name: getattr(Embedding, name) for name in ("reset_parameters", "scale_output")}
+    owners = {"reset_parameters": Embedding, "scale_output": Embedding, "init_weights": GPT2}
+    originals = {name: getattr(cls, name) for name, cls in owners.items()}
 
     def placeholder_fill(self: Embedding) -> None:
         self.weight.data.uniform_(-1.0, 1.0)
@@ -73,8 +78,11 @@ def placeholders_until_init() -> Iterator[list[str]]:
     def unscaled(self: Embedding, x: torch.Tensor) -> torch.Tensor:
         return x
 
+    def defaults(self: GPT2) -> None:
+        pass  # PyTorch's default initialisation of each layer stays
+
     def with_fallback(name: str, fallback: Callable[..., object]) -> Callable[..., object]:
-        def call(self: Embedding, *args: object) -> object:
+        def call(self: object, *args: object) -> object:
             try:
                 return originals[name](self, *args)
             except NotImplementedError as error:
@@ -87,11 +95,12 @@ def placeholders_until_init() -> Iterator[list[str]]:
 
     Embedding.reset_parameters = with_fallback("reset_parameters", placeholder_fill)
     Embedding.scale_output = with_fallback("scale_output", unscaled)
+    GPT2.init_weights = with_fallback("init_weights", defaults)
     try:
         yield fell_back
     finally:
         for name, method in originals.items():
-            setattr(Embedding, name, method)
+            setattr(owners[name], name, method)
 
 
 def show_tokens() -> None:
@@ -183,9 +192,8 @@ def _random_dots(std: float, d: int, n: int = 512) -> torch.Tensor:
 
 def _looked_up(words: WordVectors, names: list[str]) -> torch.Tensor:
     """The rows of ``names``, looked up by your Embedding holding GloVe's table, ``(n, 50)``."""
-    with placeholders_until_init():
+    with placeholders_until_init(), torch.set_grad_enabled(False):  # forward's scale_output too
         emb = Embedding(*words.E.shape)  # (V, 50), then GloVe's numbers in it
-    with torch.set_grad_enabled(False):
         emb.weight.copy_(words.E)
         return emb(torch.tensor([words.id(w) for w in names]))
 

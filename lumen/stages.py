@@ -2,8 +2,9 @@
 
 A stage owns the functions whose bodies the learner writes. The stub generator checks that
 every ``### BEGIN SOLUTION`` region sits in exactly one owned function, and the grader uses
-the same list to grade each stage in isolation: everything a stage does not own is taken from
-the reference, so a broken Embedding does not cost the tying points.
+the same list to grade each stage in isolation: in the stage's own process, the functions the
+other stages own are the grader's public stand-ins (never the reference) and the given code is
+the grader's own copy, so a broken Embedding does not cost the tying points.
 """
 
 from __future__ import annotations

@@ -204,3 +204,50 @@ def test_no_message_names_a_command_the_handout_lacks(members):
     found = {name: commands for name, texts in learner_visible_text(members).items()
              if (commands := [c for text in texts for c in _told_to_run(text)])}
     assert not found, found
+
+
+def _pinned(requirements: str) -> list[str]:
+    """The distribution names pinned in a requirements text (``name==version``)."""
+    return [m[1] for m in re.finditer(r"^([A-Za-z0-9][\w.-]*)==", requirements, re.M)]
+
+
+def minimum_python(names: list[str]) -> str:
+    """The oldest Python 3.x that every installed distribution in ``names`` accepts, by its
+    own Requires-Python metadata (importlib.metadata: what pip read from it, no network)."""
+    from importlib import metadata
+
+    from packaging.specifiers import SpecifierSet
+
+    specs = [SpecifierSet(metadata.metadata(name).get("Requires-Python") or "") for name in names]
+    return next(f"3.{minor}" for minor in range(0, 40)
+                if all(f"3.{minor}" in spec for spec in specs))
+
+
+def test_the_python_each_readme_names_installs_the_pinned_packages():
+    """The handout's README names the oldest Python its pins accept (torch and the learner's
+    requirements.txt), read from the installed distributions' Requires-Python; this
+    repository's README, pyproject and Makefile name the one the whole environment accepts."""
+    learner = minimum_python(["torch", *_pinned(handout.requirements())])
+    grader = minimum_python(["torch", *_pinned((ROOT / "requirements.txt").read_text())])
+    told = re.findall(r"Python (3\.\d+) or newer", handout.README.read_text(encoding="utf-8"))
+    assert told and set(told) == {learner}, f"the handout says {told}; its pins need {learner}"
+    told = re.findall(r"Python (3\.\d+) or newer", (ROOT / "README.md").read_text())
+    assert told and set(told) == {grader}, f"README.md says {told}; the pins need {grader}"
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert f'requires-python = ">={grader}"' in pyproject
+    major, minor = grader.split(".")
+    assert f"sys.version_info >= ({major}, {minor})" in (ROOT / "Makefile").read_text()
+
+
+def test_the_handout_installs_the_cpu_build_of_torch_as_classroom_does():
+    """PyPI's Linux torch is the CUDA build (gigabytes): the README's torch line takes the CPU
+    wheel index the Classroom workflow uses, and says why."""
+    from autograder.classroom import CPU_INDEX
+    from autograder.gradescope import DEFAULT_TORCH
+
+    readme = handout.README.read_text(encoding="utf-8")
+    commands = [line.split(" #", 1)[0].strip() for block in re.findall(r"```sh\n(.*?)```",
+                readme, re.S) for line in block.splitlines()]
+    torch_lines = [c for c in commands if c.startswith("pip install torch")]
+    assert torch_lines == [f"pip install {DEFAULT_TORCH} --index-url {CPU_INDEX}"], torch_lines
+    assert "CUDA build" in readme and "CPU build" in readme

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -209,3 +210,46 @@ def test_the_lumen_console_script_is_declared_and_runs(tmp_path):
          "The cat sat"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "464 3797 3332" in done.stdout
+
+
+def _calculator_lines(readme: str) -> list[tuple[str, str]]:
+    """(command, its comment) for each calculator or tokenizer line of a README's sh blocks."""
+    found = []
+    for block in re.findall(r"```sh\n(.*?)```", readme, re.S):
+        for line in block.splitlines():
+            command, _, comment = line.partition(" #")
+            if re.match(r"python -m (lumen|exercises) (params|tokens) ", command.strip()):
+                found.append((command.strip(), comment.strip()))
+    return found
+
+
+def test_the_readmes_calculator_comments_promise_what_it_prints(capsys):
+    """Every number and every model a README's comment names next to a ``params`` or
+    ``tokens`` command is in what that command prints (lumen's code: the finished work)."""
+    lines = [pair for path in (ROOT / "README.md", handout.README)
+             for pair in _calculator_lines(path.read_text(encoding="utf-8"))]
+    assert len(lines) >= 4, lines
+    for command, comment in lines:
+        argv = shlex.split(command)[3:]
+        code, out = run(capsys, *argv, "--impl", "lumen")
+        assert code == 0, out
+        promised = re.findall(r"\d[\d,]*\d|\d", comment.replace("Llama 3 8B", "llama3-8b")
+                              .replace("GPT-2", "").replace("-8b", ""))
+        missing = [n for n in promised if n not in out]
+        models = [m for m in ("gpt2-medium", "gpt2-large", "gpt2-xl") if m in comment]
+        if "sizes" in comment:
+            models += ["gpt2-medium", "gpt2-large", "gpt2-xl"]
+        missing += [m for m in models if m not in out]
+        assert not missing, f"{command}  # {comment}\nprints no {missing}:\n{out}"
+
+
+def test_a_stub_prints_the_same_line_from_every_entry_point(tmp_path):
+    """``python -m exercises params`` and ``python -m exercises.params`` on the stub: the
+    same one line naming the stage, exit 0, no traceback."""
+    outs = []
+    for argv in (["-m", "exercises", "params", "gpt2"], ["-m", "exercises.params", "gpt2"]):
+        done = subprocess.run([sys.executable, *argv], cwd=ROOT, env=_alone(),
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+        outs.append(SKIP_LINE.findall(done.stdout))
+    assert outs[0] == outs[1] == [("params", "count_params")], outs
