@@ -382,11 +382,26 @@ def test_pip_install_editable_leaves_nothing_untracked(tmp_path):
                     "this checkout's ignores", "--allow-empty"], cwd=repo, check=True)
     venv = tmp_path / "venv"
     subprocess.run([str((ROOT / ".venv" / "bin" / "python").resolve()), "-m", "venv",
-                    "--system-site-packages", str(venv)], check=True)
+                    "--system-site-packages", "--without-pip", str(venv)], check=True)
+    # --system-site-packages sees the base Python's packages, not .venv's: link those in, so
+    # pip and setuptools are the pinned environment's (its own would be ensurepip's old ones)
+    ours = subprocess.run([sys.executable, "-c", "import sysconfig; print(sysconfig.get_path("
+                           "'purelib'))"], capture_output=True, text=True, check=True).stdout
+    site = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print("
+                           "sysconfig.get_path('purelib'))"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    Path(site, "lumen_venv.pth").write_text(ours)
     installed = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q",
                                 "-e", ".", "--no-deps", "--no-build-isolation"], cwd=repo,
                                capture_output=True, text=True, timeout=600)
     assert installed.returncode == 0, installed.stdout + installed.stderr
+    # What an older setuptools (or pip's fallback, `setup.py develop`) writes into the
+    # project itself, whichever setuptools this environment pins: <name>.egg-info/, build/
+    legacy = subprocess.run([str(venv / "bin" / "python"), "-c", "from setuptools import "
+                             "setup; setup()", "-q", "egg_info", "build"], cwd=repo,
+                            capture_output=True, text=True, timeout=600)
+    assert legacy.returncode == 0, legacy.stdout + legacy.stderr
+    assert list(repo.glob("*.egg-info")), "setuptools' egg_info wrote no egg-info here"
     status = subprocess.run(["git", "status", "--porcelain", "--ignored=no"], cwd=repo,
                             capture_output=True, text=True, check=True).stdout
     assert status == "", f"pip install -e . left untracked files:\n{status}"
