@@ -204,3 +204,21 @@ def test_no_message_names_a_command_the_handout_lacks(members):
     found = {name: commands for name, texts in learner_visible_text(members).items()
              if (commands := [c for text in texts for c in _told_to_run(text)])}
     assert not found, found
+
+
+def test_edited_exercises_are_named_as_edits_with_both_ways_out():
+    """An edited exercises/ is not "stale": `make stubs` would refuse it. The message says it
+    holds edits and gives both ways out (FORCE=1 with a backup, or git checkout)."""
+    path = release.EXERCISES / "embeddings.py"
+    original = path.read_bytes()
+    try:
+        path.write_bytes(original + b"\n# a learner's note\n")
+        with pytest.raises(handout.HandoutError) as caught:
+            handout.contents()
+        with pytest.raises(release.ReleaseError, match="hold edits"):
+            release.write()  # what the old message sent the user to: it refuses
+    finally:
+        path.write_bytes(original)
+    message = str(caught.value)
+    assert "holds edits (embeddings.py)" in message and "stale" not in message
+    assert "make release FORCE=1" in message and "git checkout -- exercises/" in message
