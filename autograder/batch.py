@@ -55,6 +55,7 @@ from .escape import csv_number, csv_text, markdown_inline, markdown_text, termin
 from .mistakes import KINDS, kind, mistake_id
 from .report import write_atomic, write_json
 from .untrusted import MAX_NAME, clean_text
+from .words import counted
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS, FEEDBACK, ERROR = "results.json", "feedback.txt", "error.txt"
@@ -354,7 +355,8 @@ def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
     out_dir = out_dir or default_out_dir(out)
     learners, ignored = discover(submissions, skip=(out_dir, out))
     if ignored:
-        print(f"ignored {len(ignored)} entries that are neither a folder nor a .zip: "
+        print(f"ignored {counted(len(ignored), 'entry', 'entries')} that are neither a folder nor "
+              "a .zip: "
               f"{', '.join(terminal(name, MAX_NAME) for name in ignored[:10])}"
               f"{' ...' if len(ignored) > 10 else ''}", file=progress)
     failures: dict[str, str] = {}  # learner -> why their files could not be written
@@ -365,7 +367,8 @@ def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
             if not x.problem and (force or not (out_dir / x.id / RESULTS).is_file())]
     skipped = len(learners) - len(todo) - sum(1 for x in learners if x.problem)
     jobs = max(1, min(jobs, len(todo) or 1))
-    print(f"grading {len(todo)} of {len(learners)} learners with {jobs} process(es)"
+    print(f"grading {len(todo)} of {counted(len(learners), 'learner')} with "
+          f"{counted(jobs, 'process', 'processes')}"
           + (f"; {skipped} graded before are skipped (--force regrades them)" if skipped else ""),
           file=progress)
 
@@ -571,10 +574,10 @@ def ranked_mistakes(rows: list[dict]) -> list[Diagnosed]:
 
 def write_summary(out_dir: Path, rows: list[dict]) -> None:
     graded = [r for r in rows if r["total"] is not None]
-    lines = [f"# Class summary: {len(graded)} of {len(rows)} learners graded", ""]
+    lines = [f"# Class summary: {len(graded)} of {counted(len(rows), 'learner')} graded", ""]
     unsafe = [r for r in graded if r.get("sandbox", "bwrap") != "bwrap"]
     if unsafe:  # the operator's channel: summary.md, never a learner's feedback
-        lines += [f"**Not graded in bubblewrap** ({len(unsafe)} learners): "
+        lines += [f"**Not graded in bubblewrap** ({counted(len(unsafe), 'learner')}): "
                   f"{markdown_inline(' '.join(unsafe[0].get('operator_notes', [])), 600)}", ""]
     if len(graded) < len(rows):
         lines += [f"{len(rows) - len(graded)} not graded (a rerun retries them):", ""]
@@ -649,7 +652,7 @@ def _histogram(path: Path, totals: list[float]) -> bool:
     axes.hist(totals, bins=range(0, 101, 10), edgecolor="black")
     axes.set_xlabel("total score (out of 100)")
     axes.set_ylabel("learners")
-    axes.set_title(f"Scores of {len(totals)} learners")
+    axes.set_title(f"Scores of {counted(len(totals), 'learner')}")
     axes.set_xlim(0, 100)
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100, bbox_inches="tight")

@@ -40,6 +40,7 @@ from solutions.handout import FOLDER, HandoutError, contents
 from . import classroom_runner
 from .gradescope import DEFAULT_TORCH
 from .rubric import load
+from .words import counted
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOW = ".github/workflows/classroom.yml"
@@ -293,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, FileExistsError, HandoutError) as error:  # e.g. exercises/ is stale
         print(f"error: {error}", file=sys.stderr)
         return 2
-    print(f"wrote {args.out} ({len(files)} files), {args.mode} mode: commit it as the "
+    print(f"wrote {args.out} ({counted(len(files), 'file')}), {args.mode} mode: commit it as the "
           "assignment's template repository (README.md, 'GitHub Classroom', says how)")
     if args.mode == "hidden":
         print(f"then add the secret {TOKEN_SECRET}: a read-only token for "

@@ -34,6 +34,7 @@ from pathlib import Path
 from solutions.zips import write_zip
 
 from .sandbox import PROBE
+from .words import counted
 
 ROOT = Path(__file__).resolve().parents[1]
 #: What grading needs from the repository, relative to its root: folders whole, or files.
@@ -182,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     out = build(args.out, args.torch, args.visibility)
     with zipfile.ZipFile(out) as archive:
         count = len(archive.namelist())
-    print(f"wrote {out} ({count} files, {out.stat().st_size // 1024} KiB): upload it to "
+    print(f"wrote {out} ({counted(count, 'file')}, {out.stat().st_size // 1024} KiB): upload it to "
           "Gradescope as the autograder")
     return 0
 

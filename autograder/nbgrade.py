@@ -62,6 +62,7 @@ from solutions.notebook import ASSIGNMENT, NOTEBOOK, grade_id, nbgrader_cells
 
 from .escape import csv_number, csv_text, inert_markdown, markdown_inline, markdown_text, terminal
 from .untrusted import clean_text
+from .words import counted
 
 #: A stage's check cell in the lab notebook -> the stage (grade ids: solutions/notebook.py).
 CHECK_CELLS = {grade_id(s): s for s in STAGE_NAMES}
@@ -568,7 +569,7 @@ def run(submissions: Path, course: Path, jobs: int = 2, device: str = "auto",
     for learner in learners:
         notes[learner] = collect(submissions / learner, submitted / learner / ASSIGNMENT, release)
 
-    print(f"grading {len(learners)} learners in the sandbox", file=progress)
+    print(f"grading {counted(len(learners), 'learner')} in the sandbox", file=progress)
     status = batch.run(submitted, course / f"{GRADES}.csv", jobs=jobs, force=True, device=device,
                        sandbox=sandbox, out_dir=course / GRADES, progress=progress)
     if status == 2:
@@ -578,7 +579,7 @@ def run(submissions: Path, course: Path, jobs: int = 2, device: str = "auto",
     if graded:
         exclude = ",".join(failed)
         extra = [f"--CourseDirectory.student_id_exclude={exclude}"] if failed else []
-        print(f"nbgrader autograde: {len(graded)} notebooks", file=progress)
+        print(f"nbgrader autograde: {counted(len(graded), 'notebook')}", file=progress)
         notebook.nbgrader(course, "autograde", ASSIGNMENT, "--force", *extra, timeout=3600)
         notebook.nbgrader(course, "generate_feedback", ASSIGNMENT, "--force", *extra,
                           timeout=3600)

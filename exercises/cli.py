@@ -70,7 +70,7 @@ def cmd_neighbours(impl: Impl, args: argparse.Namespace) -> int:
             print(f"  {rank:>3}. {word:<16} {sim:.3f}")
 
     try:
-        section(f"Nearest to {args.word!r} by {impl.package}'s cosine_neighbours", "neighbours",
+        section(f"Nearest to {args.word!r} by cosine_neighbours in {impl.package}/", "neighbours",
                 show)
     except ValueError as error:  # -k out of range: cosine_neighbours says which range
         print(f"error: {error}")
@@ -96,7 +96,7 @@ def cmd_analogy(impl: Impl, args: argparse.Namespace) -> int:
             print(f"  without the exclusion the nearest word is {kept[0][0]!r}, an input itself: "
                   "the standard test excludes them (Nissim et al., 2020)")
 
-    title = f"{args.a} : {args.b} :: {args.c} : ?  by {impl.package}'s analogy"
+    title = f"{args.a} : {args.b} :: {args.c} : ?  by analogy in {impl.package}/"
     try:
         section(title, "neighbours", show)
     except ValueError as error:  # -k out of range
@@ -121,7 +121,7 @@ def cmd_params(impl: Impl, args: argparse.Namespace) -> int:
         size = count.memory_bytes(args.dtype)
         print(f"memory at {args.dtype}: {size:,} bytes = {size / 2**30:.2f} GiB")
 
-    section(f"{impl.package}'s count_params", "params", show)
+    section(f"count_params in {impl.package}/", "params", show)
     return 0
 
 
@@ -145,7 +145,7 @@ def cmd_figures(impl: Impl, args: argparse.Namespace) -> int:
             print(f"  saved {path}: {figures.summary(index, drawn)}")
 
         section(title, stage, body)
-    print(f"\n{impl.package}'s code drew {len(saved)} of the {len(chosen)} figures asked for"
+    print(f"\nthe code in {impl.package}/ drew {len(saved)} of the {len(chosen)} figures asked for"
           + (f"; open them in {out}/" if saved else ""))
     return 0
 
@@ -229,7 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ImportError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    print(f"running {impl.package}'s code")
+    print(f"running the code in {impl.package}/")
     return args.run(impl, args)
 
 

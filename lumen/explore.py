@@ -307,7 +307,7 @@ def main(argv: list[str] | None = None) -> None:
         help="where to save the figure (default: explore.png)",
     )
     args = parser.parse_args(argv)
-    print(f"running {__package__}'s code")
+    print(f"running the code in {__package__}/")
     section("Token ids in, vectors out", "embedding", show_tokens)
     try:
         words: WordVectors | None = load_glove(50_000)

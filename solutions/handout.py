@@ -4,7 +4,7 @@
 The zip holds one folder, ``the-embedding-layer/``, with
 
 - ``exercises/``: the stubs, the given code and the visible tests, exactly as committed (the
-  build refuses a stale exercises/: run ``make stubs`` first);
+  build refuses an edited or stale exercises/, saying what to run);
 - ``README.md``: ``handout/README.md``, how to set up, run the visible tests, explore, submit;
 - ``requirements.txt``: the learner's share of the pinned environment, with the versions of
   this repository's requirements.txt (torch is installed first, on its own, as the README says).
@@ -21,6 +21,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+from autograder.words import counted
 from solutions import release
 from solutions.zips import write_zip
 
@@ -64,10 +65,17 @@ def exercise_files(exercises: Path = release.EXERCISES) -> list[Path]:
 def contents(root: Path = ROOT) -> dict[str, bytes]:
     """Every file of the handout: its path in the zip and its bytes."""
     exercises = root / "exercises"
+    edited = release.edited(exercises) if exercises.resolve() == release.EXERCISES else []
+    if edited:
+        raise HandoutError(
+            f"exercises/ holds edits ({', '.join(p.as_posix() for p in edited)}), and the "
+            "handout is the release as generated: commit or copy them elsewhere and run "
+            "`make release FORCE=1` (it keeps a backup of each in exercises/.backup-<time>/), "
+            "or undo them with `git checkout -- exercises/`; then `make handout`")
     stale = release.stale(exercises)
     if stale:
         raise HandoutError(f"exercises/ is stale ({', '.join(p.as_posix() for p in stale)}): "
-                           "run `make stubs` first")
+                           "run `make release` first")
     files = {f"{FOLDER}/README.md": README.read_bytes(),
              f"{FOLDER}/requirements.txt": requirements(root).encode()}
     for path in exercise_files(exercises):
@@ -92,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     with zipfile.ZipFile(out) as archive:
         count = len(archive.namelist())
-    print(f"wrote {out} ({count} files): give it to learners")
+    print(f"wrote {out} ({counted(count, 'file')}): give it to learners")
     return 0
 
 

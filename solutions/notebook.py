@@ -7,7 +7,11 @@ between ``### BEGIN SOLUTION`` and ``### END SOLUTION``. Course staff edit that 
 Jupyter, with nbgrader's "Create Assignment" toolbar or by hand) and run ``make release``, which
 writes exercises/ whole: the stubs (solutions/release.py) and this notebook. The points of its
 cells come from autograder/rubric.toml: one check cell per stage (``stage_<name>``, the stage's
-points) and the written answers (``[written]``); the release refuses a notebook that disagrees.
+points) and the written answers (``[written]``). The release writes them there
+(``with_points``: each graded cell's nbgrader points and the "N points" its text names), into
+the source notebook and into every course folder, so one edit of rubric.toml and one
+``make release`` change them everywhere; it refuses only a notebook whose graded cells are not
+the rubric's (one missing, one it does not list).
 
 The released notebook's text depends only on the source notebook and the configuration, so it
 is made once per process (nbgrader takes ~10 s) and compared, as the stubs are, for freshness.
@@ -15,9 +19,11 @@ is made once per process (nbgrader takes ~10 s) and compared, as the stubs are, 
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -26,7 +32,9 @@ from pathlib import Path
 
 import nbformat
 
+from autograder.rubric import RUBRIC
 from autograder.rubric import load as load_rubric
+from autograder.words import counted
 from lumen.stages import STAGE_NAMES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,25 +66,77 @@ def nbgrader_cells(nb: nbformat.NotebookNode) -> dict[str, nbformat.NotebookNode
     return cells
 
 
-def check_points(nb: nbformat.NotebookNode) -> None:
-    """The notebook's graded cells are rubric.toml's: a check cell per stage with the stage's
-    points, and the written answers with theirs. Raises NotebookError naming each difference."""
+#: "20 points" in a graded cell's text (a stage's check cell) or its question's
+#: (``<grade_id>_question``): the release rewrites the first one with rubric.toml's points.
+POINTS_TEXT = re.compile(r"\b\d+(?:\.\d+)? points?\b")
+FIX = ("edit autograder/rubric.toml for the points, or the notebook's cells (nbgrader's "
+       "Create Assignment toolbar) for the cells, then run `make release`")
+
+
+def wanted_points() -> dict[str, float]:
+    """rubric.toml's points by grade_id: a check cell per stage, then the written answers."""
     rubric = load_rubric()
-    wanted = {grade_id(s): rubric.stage_max(s) for s in STAGE_NAMES} | rubric.written
-    graded = {gid: float(cell.metadata["nbgrader"].get("points", 0))
-              for gid, cell in nbgrader_cells(nb).items() if cell.metadata["nbgrader"].get("grade")}
-    problems = [f"{gid}: {graded.get(gid, 'missing')} points in the notebook, {points:g} in "
-                "rubric.toml" for gid, points in wanted.items() if graded.get(gid) != points]
+    return {grade_id(s): rubric.stage_max(s) for s in STAGE_NAMES} | rubric.written
+
+
+def _structure_problems(nb: nbformat.NotebookNode) -> list[str]:
+    wanted = wanted_points()
+    cells = nbgrader_cells(nb)
+    graded = {gid for gid, cell in cells.items() if cell.metadata["nbgrader"].get("grade")}
+    problems = [f"{gid}: no graded cell for it" for gid in wanted if gid not in graded]
     problems += [f"{gid}: a graded cell that rubric.toml does not list"
-                 for gid in sorted(set(graded) - set(wanted))]
+                 for gid in sorted(graded - set(wanted))]
     for stage in STAGE_NAMES:
-        cell = nbgrader_cells(nb).get(grade_id(stage))
+        cell = cells.get(grade_id(stage))
         if cell is not None and (cell.cell_type != "code" or f'check("{stage}")' not in cell.source
                                  or cell.metadata["nbgrader"].get("solution")):
             problems.append(f"{grade_id(stage)}: a locked code cell that runs check({stage!r})")
+    return problems
+
+
+def with_points(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A copy of ``nb`` with rubric.toml's points in its graded cells' metadata and text.
+
+    Raises NotebookError when its graded cells are not the rubric's, naming each and the fix."""
+    problems = _structure_problems(nb)
+    if problems:
+        raise NotebookError(f"{SOURCE.relative_to(ROOT)}'s graded cells are not "
+                            f"autograder/rubric.toml's: {'; '.join(problems)}; {FIX}")
+    nb = copy.deepcopy(nb)
+    cells = nbgrader_cells(nb)
+    for gid, points in wanted_points().items():
+        cells[gid].metadata["nbgrader"]["points"] = int(points) if points == int(points) \
+            else points
+        text = cells.get(f"{gid}_question", cells[gid])
+        text.source = POINTS_TEXT.sub(counted(points, "point"), text.source, count=1)
+    return nb
+
+
+def check_points(nb: nbformat.NotebookNode) -> None:
+    """The notebook's graded cells carry rubric.toml's points (what ``with_points`` writes).
+    Raises NotebookError naming each difference and the fix."""
+    structure = _structure_problems(nb)
+    graded = {gid: float(cell.metadata["nbgrader"].get("points", 0))
+              for gid, cell in nbgrader_cells(nb).items() if cell.metadata["nbgrader"].get("grade")}
+    problems = [f"{gid}: {graded[gid]} points in the notebook, {points:g} in rubric.toml"
+                for gid, points in wanted_points().items() if graded.get(gid, points) != points]
+    problems += structure
+    if not problems and nbformat.writes(with_points(nb)) != nbformat.writes(nb):
+        problems = ["a cell's text names other points than its metadata"]
     if problems:
         raise NotebookError(f"{SOURCE.relative_to(ROOT)} disagrees with autograder/rubric.toml: "
-                            + "; ".join(problems))
+                            + "; ".join(problems) + "; run `make release`, which writes "
+                            "rubric.toml's points into it")
+
+
+def write_points() -> Path | None:
+    """Write rubric.toml's points into the source notebook; returns it when it changed."""
+    text = SOURCE.read_text(encoding="utf-8")
+    new = nbformat.writes(with_points(nbformat.reads(text, as_version=4))) + "\n"
+    if new == text:
+        return None
+    SOURCE.write_text(new, encoding="utf-8", newline="\n")
+    return SOURCE
 
 
 def nbgrader(course: Path, *args: str, timeout: float = NBGRADER_SECONDS,
@@ -103,20 +163,19 @@ def make_course(folder: Path, files: Path | None = None) -> Path:
             "__pycache__", "*.pyc", ".generated.json", ".backup-*", NOTEBOOK))
     assignment.mkdir(parents=True, exist_ok=True)
     shutil.copy(COURSE / CONFIG, folder / CONFIG)
-    shutil.copy(SOURCE, assignment / NOTEBOOK)
+    nbformat.write(with_points(nbformat.read(SOURCE, as_version=4)), assignment / NOTEBOOK)
     return folder
 
 
 def _inputs_digest() -> str:
     digest = hashlib.sha256()
-    for path in (SOURCE, COURSE / CONFIG):
+    for path in (SOURCE, COURSE / CONFIG, RUBRIC):
         digest.update(path.read_bytes())
     return digest.hexdigest()
 
 
 @functools.lru_cache(maxsize=2)
 def _render(digest: str) -> str:
-    check_points(nbformat.read(SOURCE, as_version=4))
     with tempfile.TemporaryDirectory(prefix="lumen-release-") as scratch:
         course = make_course(Path(scratch))
         nbgrader(course, "generate_assignment", ASSIGNMENT, "--force")

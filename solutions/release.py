@@ -30,6 +30,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
+import nbformat
+
 from lumen import stages
 
 from . import notebook
@@ -475,6 +477,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.check:
             outdated = stale(args.target)
+            try:
+                notebook.check_points(nbformat.read(notebook.SOURCE, as_version=4))
+            except notebook.NotebookError as error:
+                print(f"stale: {error}")
+                outdated.append(notebook.SOURCE)
             for path in outdated:
                 print(f"stale: {args.target / path} (run `make release`)")
             if not outdated:
@@ -482,6 +489,8 @@ def main(argv: list[str] | None = None) -> int:
             return 1 if outdated else 0
         if solved and args.target.resolve() == EXERCISES:
             raise ReleaseError("--solved writes a part-solved copy: give it a --target elsewhere")
+        if args.target.resolve() == EXERCISES and notebook.write_points():
+            print(f"wrote {notebook.SOURCE.relative_to(ROOT)} (points from rubric.toml)")
         for path in write(args.target, solved, force=args.force):
             print(f"wrote {args.target / path}")
         return 0

@@ -251,3 +251,21 @@ def test_the_handout_installs_the_cpu_build_of_torch_as_classroom_does():
     torch_lines = [c for c in commands if c.startswith("pip install torch")]
     assert torch_lines == [f"pip install {DEFAULT_TORCH} --index-url {CPU_INDEX}"], torch_lines
     assert "CUDA build" in readme and "CPU build" in readme
+
+
+def test_edited_exercises_are_named_as_edits_with_both_ways_out():
+    """An edited exercises/ is not "stale": `make stubs` would refuse it. The message says it
+    holds edits and gives both ways out (FORCE=1 with a backup, or git checkout)."""
+    path = release.EXERCISES / "embeddings.py"
+    original = path.read_bytes()
+    try:
+        path.write_bytes(original + b"\n# a learner's note\n")
+        with pytest.raises(handout.HandoutError) as caught:
+            handout.contents()
+        with pytest.raises(release.ReleaseError, match="hold edits"):
+            release.write()  # what the old message sent the user to: it refuses
+    finally:
+        path.write_bytes(original)
+    message = str(caught.value)
+    assert "holds edits (embeddings.py)" in message and "stale" not in message
+    assert "make release FORCE=1" in message and "git checkout -- exercises/" in message

@@ -109,11 +109,11 @@ def test_impl_is_chosen_as_the_visible_tests_choose_it(capsys, monkeypatch):
                             ("lumen", {"LUMEN_IMPL": "other"})):
         assert impl_package(option, "exercises", environ) == tests_choice(option, environ)
     monkeypatch.setenv("LUMEN_IMPL", "exercises")
-    assert "running exercises's code" in run(capsys, "tokens", "a")[1]
-    assert "running lumen's code" in run(capsys, "--impl", "lumen", "tokens", "a")[1]
+    assert "running the code in exercises/" in run(capsys, "tokens", "a")[1]
+    assert "running the code in lumen/" in run(capsys, "--impl", "lumen", "tokens", "a")[1]
     monkeypatch.delenv("LUMEN_IMPL")
-    assert "running lumen's code" in run(capsys, "tokens", "a")[1]  # lumen's own default
-    assert "running exercises's code" in run(capsys, "tokens", "a", "--impl", "exercises")[1]
+    assert "running the code in lumen/" in run(capsys, "tokens", "a")[1]  # lumen's own default
+    assert "running the code in exercises/" in run(capsys, "tokens", "a", "--impl", "exercises")[1]
 
 
 def test_on_the_stubs_each_command_skips_with_one_line_naming_the_stage(capsys, tmp_path):
@@ -177,7 +177,7 @@ def test_the_commands_run_from_a_handout_on_the_learners_code(tmp_path):
         return done.stdout
 
     out = python("-m", "exercises", "params", "llama3-8b")
-    assert "running exercises's code" in out and "525,336,576 of 8,030,261,248" in out
+    assert "running the code in exercises/" in out and "525,336,576 of 8,030,261,248" in out
     out = python("-m", "exercises.cli", "figures", "--out", "figs", "--only", "1,5,6", "--quick")
     assert sorted(p.name for p in (folder / "figs").iterdir()) == [
         "1-onehot.png", "5-onehot-cost.png", "6-init.png"]

@@ -368,3 +368,77 @@ def test_regenerating_never_silently_overwrites_a_learners_edits(tmp_path, capsy
     assert backups and "# my own work" in backups[0].read_text()
     assert "kept your edited files in" in capsys.readouterr().out
     assert release.edited(target) == []
+
+
+@pytest.mark.slow
+def test_pip_install_editable_leaves_nothing_untracked(tmp_path):
+    """`pip install -e .` (README, "The chapter, live") writes its egg-info and build/ only
+    where .gitignore ignores them: a clone's `git status` stays clean."""
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(repo)], check=True)
+    shutil.copy(ROOT / ".gitignore", repo / ".gitignore")  # as this checkout has it now
+    shutil.copy(ROOT / "pyproject.toml", repo / "pyproject.toml")
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam",
+                    "this checkout's ignores", "--allow-empty"], cwd=repo, check=True)
+    venv = tmp_path / "venv"
+    subprocess.run([str((ROOT / ".venv" / "bin" / "python").resolve()), "-m", "venv",
+                    "--system-site-packages", "--without-pip", str(venv)], check=True)
+    # --system-site-packages sees the base Python's packages, not .venv's: link those in, so
+    # pip and setuptools are the pinned environment's (its own would be ensurepip's old ones)
+    ours = subprocess.run([sys.executable, "-c", "import sysconfig; print(sysconfig.get_path("
+                           "'purelib'))"], capture_output=True, text=True, check=True).stdout
+    site = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print("
+                           "sysconfig.get_path('purelib'))"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    Path(site, "lumen_venv.pth").write_text(ours)
+    installed = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q",
+                                "-e", ".", "--no-deps", "--no-build-isolation"], cwd=repo,
+                               capture_output=True, text=True, timeout=600)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    # What an older setuptools (or pip's fallback, `setup.py develop`) writes into the
+    # project itself, whichever setuptools this environment pins: <name>.egg-info/, build/
+    legacy = subprocess.run([str(venv / "bin" / "python"), "-c", "from setuptools import "
+                             "setup; setup()", "-q", "egg_info", "build"], cwd=repo,
+                            capture_output=True, text=True, timeout=600)
+    assert legacy.returncode == 0, legacy.stdout + legacy.stderr
+    assert list(repo.glob("*.egg-info")), "setuptools' egg_info wrote no egg-info here"
+    status = subprocess.run(["git", "status", "--porcelain", "--ignored=no"], cwd=repo,
+                            capture_output=True, text=True, check=True).stdout
+    assert status == "", f"pip install -e . left untracked files:\n{status}"
+
+
+def test_counted_nouns_agree_with_their_number():
+    from autograder.words import counted
+
+    assert [counted(n, "notebook") for n in (0, 1, 2, 1234)] == [
+        "0 notebooks", "1 notebook", "2 notebooks", "1,234 notebooks"]
+    assert counted(1, "entry", "entries") == "1 entry" and counted(2.5, "point") == "2.5 points"
+    assert counted(1.0, "point") == "1 point"
+
+
+def test_the_release_writes_the_rubrics_points_into_the_notebook():
+    """A notebook whose points disagree with rubric.toml is rewritten, not refused: metadata
+    and the "N points" of the text; only cells the rubric does not match are refused."""
+    import copy
+
+    import nbformat
+
+    from autograder.rubric import load
+    from solutions import notebook
+
+    source = nbformat.read(notebook.SOURCE, as_version=4)
+    wrong = copy.deepcopy(source)
+    cells = notebook.nbgrader_cells(wrong)
+    cells["stage_tying"].metadata.nbgrader["points"] = 14
+    cells["stage_tying"].source = cells["stage_tying"].source.replace("15 points", "14 points")
+    cells["written-tsne_question"].source = cells["written-tsne_question"].source.replace(
+        "(5 points)", "(1 point)")
+    with pytest.raises(notebook.NotebookError, match="stage_tying: 14.0 points.*make release"):
+        notebook.check_points(wrong)
+    fixed = notebook.with_points(wrong)
+    assert nbformat.writes(fixed) == nbformat.writes(source)
+    assert notebook.nbgrader_cells(fixed)["stage_tying"].metadata.nbgrader["points"] == \
+        load().stage_max("tying")
+    del notebook.nbgrader_cells(wrong)["written-tsne"].metadata["nbgrader"]
+    with pytest.raises(notebook.NotebookError, match="written-tsne: no graded cell.*rubric.toml"):
+        notebook.with_points(wrong)

@@ -16,6 +16,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from autograder.words import counted
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -59,8 +61,8 @@ def main(argv: list[str] | None = None) -> int:
                     failed = [t for t, passed in key if not passed]
                     print(f"      seeds {seeds[:8]}{' ...' if len(seeds) > 8 else ''}: "
                           f"failed {failed}")
-    print(f"{len(todo) - unstable} of {len(todo)} variants get one verdict under "
-          f"{args.seeds} seeds")
+    print(f"{len(todo) - unstable} of {counted(len(todo), 'variant')} get one verdict under "
+          f"{counted(args.seeds, 'seed')}")
     return 1 if unstable else 0
 
 
