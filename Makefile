@@ -81,13 +81,13 @@ gpu-check: setup-dev         ## everything CUDA in a few minutes, on a GPU machi
 seeds: setup-dev             ## every variant under 50 seeds: one verdict each, or it is listed
 	$(PY) -m tools.seeds --seeds 50
 
-benchmark: setup-dev         ## speed targets, as ratios measured side by side
+benchmark: setup-dev         ## speed targets, as ratios measured side by side (exit 1 when the cold grade misses 1.5x)
 	$(PY) benchmarks/grade_speed.py
 
-benchmark-nbgrade: setup-dev ## make nbgrade vs. stock nbgrader autograde, seconds per learner (target: ratio <= 1)
+benchmark-nbgrade: setup-dev ## make nbgrade vs. stock nbgrader autograde, seconds per learner (target: ratio <= 0.3; exit 1 when missed)
 	$(PY) benchmarks/nbgrade_speed.py
 
-benchmark-batch: setup-dev   ## a class of 100 in one batch vs. one cold grade each (target 0.25)
+benchmark-batch: setup-dev   ## a class of 100 in one batch vs. one cold grade each (target 0.1; exit 1 when missed)
 	$(PY) benchmarks/batch_speed.py
 
 gradescope: setup            ## build/autograder.zip: upload it to Gradescope as the autograder
