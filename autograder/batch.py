@@ -63,7 +63,6 @@ SUMMARY, HISTOGRAM = "summary.md", "histogram.png"
 JOB_SECONDS = 600.0  # one learner, including a fresh worker's start: then the process is ended
 GIVE_UP_AFTER = 3  # grader failures before any success: the grader is broken, not the learners
 INTERRUPTED = "interrupted"  # why the batch stopped after Ctrl-C or SIGTERM
-UIDS_PER_PROCESS = 10_000  # each grading process its own range of sandbox users
 
 
 @dataclass
@@ -167,19 +166,17 @@ def serve(config: dict) -> int:
     """A grading process: read jobs (JSON lines) on stdin, answer each on stdout."""
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # whatever else prints goes to the log, never into the replies
-    from .grading import FIRST_UID, Grader, GraderError
+    from .grading import Grader, GraderError
     from .rubric import RubricError
     from .worker_client import Limits
 
-    first_uid = FIRST_UID + config.get("index", 0) * UIDS_PER_PROCESS
     grader = None
 
     def fresh_grader() -> Grader:
         limits = Limits(**({"probe_seconds": config["probe_seconds"]}
                            if config.get("probe_seconds") else {}))
-        # no two processes' submissions may run as one user (RLIMIT_NPROC is per user)
-        return Grader(config["device"], config["sandbox"], limits,
-                      first_uid=first_uid, uids=UIDS_PER_PROCESS)
+        # each claims users of its own (sandbox.claim_uids): no two processes share one
+        return Grader(config["device"], config["sandbox"], limits)
 
     for line in sys.stdin:
         job = json.loads(line)

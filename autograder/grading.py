@@ -28,7 +28,7 @@ from pathlib import Path
 from lumen.stages import STAGE_NAMES
 
 from .results import Grade, GraderError, TestResult, score
-from .sandbox import BWRAP, FIRST_UID, UIDS_PER_SUBMISSION, choose_launcher, wants_gpu
+from .sandbox import BWRAP, UIDS_PER_SUBMISSION, choose_launcher, claim_uids, wants_gpu
 
 SUITES = Path(__file__).resolve().parent / "suites"
 
@@ -116,23 +116,20 @@ def run_suites(submission: Submission, stages: list[str] | None = None) -> list[
 class Grader:
     """A warm worker and the settings every submission is graded with."""
 
-    def __init__(self, device: str = "auto", sandbox: str = BWRAP, limits=None,
-                 first_uid: int | None = None, uids: int = 50_000) -> None:
-        """``first_uid`` and ``uids``: the users learner code runs as, a block of
-        ``UIDS_PER_SUBMISSION`` per submission in turn (one per stage process). Graders running
-        side by side need ranges that do not overlap (RLIMIT_NPROC counts per user): a batch
-        gives each of its processes its own; by default a grader picks one at random."""
-        if first_uid is None:
-            first_uid = FIRST_UID + 1_000_000 + UIDS_PER_SUBMISSION * secrets.randbelow(100_000)
-        self.uid_range = range(first_uid, first_uid + uids)
+    def __init__(self, device: str = "auto", sandbox: str = BWRAP, limits=None) -> None:
+        """Learner code runs as users of a block this grader claims for its lifetime
+        (``claim_uids``: no other grader on the machine has them), ``UIDS_PER_SUBMISSION``
+        per submission in turn (one per stage process)."""
         from .worker_client import Limits, Worker
 
         self.launcher = choose_launcher(sandbox)
+        self.uid_range, self._claim = (claim_uids() if self.launcher.uses_uids()
+                                       else (range(0), None))
         self.launcher.cuda = wants_gpu(device)  # before torch is imported here
         self.worker = Worker(limits or Limits(), self.launcher)
         self.device = device
         self._devices: list[str] | None = None
-        self._uids = itertools.cycle(range(first_uid, first_uid + uids, UIDS_PER_SUBMISSION))
+        self._uids = itertools.cycle(self.uid_range[::UIDS_PER_SUBMISSION])
 
     @property
     def devices(self) -> list[str]:
@@ -193,6 +190,9 @@ class Grader:
 
     def close(self) -> None:
         self.worker.close()
+        if self._claim is not None:  # every process of its users gone: the block is free
+            os.close(self._claim)
+            self._claim = None
 
     def __enter__(self) -> Grader:
         return self

@@ -28,6 +28,7 @@ and ``child_limits(uid)`` says what a stage process may use. ``add_option`` is t
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import shutil
@@ -36,12 +37,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from stat import S_ISDIR
 
 from .results import GraderError
 
 REPO = Path(__file__).resolve().parents[1]
 FIRST_UID = 200_000  # unprivileged users for learner code
 UIDS_PER_SUBMISSION = 8  # one per stage process (six stages), so no two share a user
+UIDS_PER_GRADER = 10_000  # a grader's block of users, its submissions' in turn (claim_uids)
+UID_BLOCKS = 1_000  # blocks from FIRST_UID on: graders running at once on one machine
+CLAIMS = Path("/run/lumen-uids")  # root's: one lock file per block, held by its grader
 SANDBOX_MEMORY = 8 << 30  # bytes for all of one worker's processes, where a cgroup allows it
 #: What the worker's filesystem holds, read-only: the system, never the machine's data.
 SYSTEM = ("/usr", "/etc", "/sys")
@@ -241,6 +246,35 @@ class BwrapLauncher(PlainLauncher):
             except OSError:
                 time.sleep(0.01)
         self.cgroup = None
+
+
+def claim_uids(folder: Path = CLAIMS) -> tuple[range, int]:
+    """A block of users that no other grader on this machine runs learner code as, and the
+    open lock file that holds it: (the users, its descriptor; close it to give them back).
+
+    Graders side by side (a batch's processes, test workers, two operators' batches) must
+    never share a user: RLIMIT_NPROC counts per user, and a user's processes may signal
+    each other. Each block's file is locked (flock) by the grader using it; the kernel drops
+    the lock when the grader closes the file or dies, so nothing stale is ever left held."""
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        found = folder.lstat()
+    except OSError as error:
+        raise GraderError(f"cannot keep track of sandbox users in {folder} ({error})") from error
+    if not S_ISDIR(found.st_mode) or found.st_uid != os.geteuid() or found.st_mode & 0o022:
+        raise GraderError(f"{folder} must be a folder of this user's that only it can write "
+                          "(it holds the locks that keep graders' sandbox users apart)")
+    for block in range(UID_BLOCKS):
+        fd = os.open(folder / str(block), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        first = FIRST_UID + block * UIDS_PER_GRADER
+        return range(first, first + UIDS_PER_GRADER), fd
+    raise GraderError(f"all {UID_BLOCKS} blocks of sandbox users are held by other graders "
+                      f"on this machine (lock files in {folder}): wait for some to finish")
 
 
 def view(sandboxed: Path, inside: str, cuda: bool) -> dict:

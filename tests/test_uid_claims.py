@@ -1,0 +1,65 @@
+"""Graders side by side never share a sandbox user (``sandbox.claim_uids``).
+
+A batch's grading processes, two pytest-xdist workers, two operators' batches: each grader
+holds a lock on its block of users for as long as it lives, so a second grader, in this
+process or another, gets a different block, and a block comes free when its grader closes
+it or dies."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from autograder.results import GraderError
+from autograder.sandbox import FIRST_UID, UIDS_PER_GRADER, claim_uids
+
+CLAIM = """
+import sys
+from pathlib import Path
+from autograder.sandbox import claim_uids
+users, _ = claim_uids(Path(sys.argv[1]))
+print(users.start, flush=True)
+sys.stdin.read()  # held until the test closes our stdin
+"""
+
+
+def test_two_graders_in_one_process_get_disjoint_users(tmp_path):
+    first, fd1 = claim_uids(tmp_path)
+    second, fd2 = claim_uids(tmp_path)
+    assert first == range(FIRST_UID, FIRST_UID + UIDS_PER_GRADER)
+    assert second.start == first.stop and len(second) == UIDS_PER_GRADER
+    os.close(fd1)  # the first grader is done: its block is the next one claimed
+    again, fd3 = claim_uids(tmp_path)
+    assert again == first
+    os.close(fd2)
+    os.close(fd3)
+
+
+def test_a_grader_in_another_process_gets_other_users(tmp_path):
+    mine, fd = claim_uids(tmp_path)
+    other = subprocess.Popen([sys.executable, "-c", CLAIM, str(tmp_path)], text=True,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        theirs = int(other.stdout.readline())
+        assert theirs == mine.stop, (mine, theirs)
+    finally:
+        other.stdin.close()
+        other.wait(timeout=30)
+    os.close(fd)
+    # that process has ended: the kernel dropped its lock, nothing stale is left held
+    first, fd1 = claim_uids(tmp_path)
+    second, fd2 = claim_uids(tmp_path)
+    assert (first.start, second.start) == (mine.start, theirs)
+    os.close(fd1)
+    os.close(fd2)
+
+
+def test_a_lock_folder_others_can_write_is_refused(tmp_path):
+    folder = tmp_path / "claims"
+    folder.mkdir()
+    folder.chmod(0o777)
+    with pytest.raises(GraderError, match="only it can write"):
+        claim_uids(folder)
