@@ -349,7 +349,10 @@ class StageSession:
         except TimeoutError:
             self._drop()
             self.timeouts += 1
+            which = ("the submission's" if deadline == self.deadline else
+                     "this stage's" if deadline == self.stage_deadline else "each check's")
             return Outcome(timed_out=True, import_errors=self.import_errors,
+                           crashed=f"stopped at {which} limit, {deadline - started:.0f} s",
                            seconds=time.monotonic() - started)
         except (EOFError, ConnectionError, OSError) as exc:
             self._drop()

@@ -157,6 +157,14 @@ ATTACKS = {
 }
 
 
+def test_a_timeout_says_its_limit(grader, tmp_path):
+    """A check that runs out of time says which limit stopped it and how long it is."""
+    stage, _ = _embedding(grader, tmp_path, ATTACKS["an infinite loop"])
+    messages = [r.message for r, _, _ in stage.tests if not r.passed]
+    assert any("did not finish in time (stopped at each check's limit, 3 s)" in m
+               for m in messages), messages
+
+
 @pytest.mark.parametrize("attack", list(ATTACKS))
 def test_attack_gains_nothing(grader, tmp_path, attack):
     stage, result = _embedding(grader, tmp_path, ATTACKS[attack])
