@@ -65,6 +65,10 @@ HEADER = """\
 # What a learner can see and change here: the grader's README, "GitHub Classroom".
 name: Autograding Tests
 "on": [push, repository_dispatch, workflow_dispatch]
+# A newer push supersedes a run still grading an older one: only the latest commit is graded.
+concurrency:
+  group: ${{{{ github.workflow }}}}-${{{{ github.ref }}}}
+  cancel-in-progress: true
 permissions:
   checks: write
   actions: read
@@ -77,14 +81,26 @@ jobs:
 INSTALL = """\
       - uses: actions/setup-python@v5
         with: {{python-version: "3.11"}}
+{bwrap}\
+      # The environment is kept between pushes, keyed on everything that pins it (the workflow
+      # holds $TORCH), so a push does not reinstall torch and jupyterlab.
+      - name: Restore the pinned environment
+        id: venv
+        uses: actions/cache@v4
+        with:
+          path: {venv}
+          key: {role}venv-${{{{ runner.os }}}}-py3.11-${{{{ hashFiles({pins}) }}}}
       - name: Install the pinned environment{what}
+        if: steps.venv.outputs.cache-hit != 'true'
         {cwd}run: |
-{extra}          python -m venv .venv
+          python -m venv .venv
           .venv/bin/python -m pip install -q $TORCH
           .venv/bin/python -m pip install -q -r requirements.txt
 """
 
 BWRAP = """\
+      - name: Install bubblewrap
+        run: |
           sudo apt-get update -q && sudo apt-get install -y -q bubblewrap
           # Ubuntu 24.04 allows no unprivileged user namespaces by default; the sandbox needs them.
           sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0 || true
@@ -179,9 +195,16 @@ def _reporter() -> str:
     return REPORTER_STEP.format(reporter=REPORTER, env=env, runners=",".join(_runner_ids()))
 
 
-def _install(what: str = "", cwd: str = "", bwrap: bool = False) -> str:
+def _install(what: str = "", cwd: str = "", bwrap: bool = False, workflow_in: str = "") -> str:
+    """The install steps of a job whose environment lives in ``cwd`` and whose workflow file
+    was checked out under ``workflow_in`` (both relative to the job's workspace). The grader's
+    cache key has a prefix of its own: the visible tests' environment, saved after learner code
+    ran in it unsandboxed, must never be restored into the grading job."""
+    folder = f"{cwd}/" if cwd else ""
+    pins = ", ".join(f"'{p}'" for p in (f"{workflow_in}{WORKFLOW}", f"{folder}requirements.txt"))
     return INSTALL.format(what=what, cwd=f"working-directory: {cwd}\n        " if cwd else "",
-                          extra=BWRAP if bwrap else "")
+                          bwrap=BWRAP if bwrap else "", venv=f"{folder}.venv", pins=pins,
+                          role=f"{cwd}-" if cwd else "")
 
 
 def workflow(mode: str = "visible", torch: str | None = None, repository: str | None = None,
@@ -200,7 +223,7 @@ def workflow(mode: str = "visible", torch: str | None = None, repository: str | 
                          "private copy of this repository, which the workflow checks out")
     return text + HIDDEN_JOBS.format(
         install_visible=_install(" (torch, requirements.txt)"),
-        install_grader=_install(" and bubblewrap", cwd="grader", bwrap=True),
+        install_grader=_install(cwd="grader", bwrap=True, workflow_in="submission/"),
         repository=repository, ref=json.dumps(ref), secret=TOKEN_SECRET, reporter=_reporter())
 
 

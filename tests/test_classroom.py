@@ -254,6 +254,45 @@ def test_workflow_grades_with_the_pinned_environment(mode):
     assert "grader" not in yaml.safe_dump(flow["jobs"]["visible-tests"])
 
 
+@pytest.mark.parametrize("mode", classroom.MODES)
+def test_a_push_reuses_the_environment_and_supersedes_older_runs(mode):
+    """Each job restores its environment from a cache keyed on the files that pin it (files
+    the job really has), installs only on a miss, and installs bubblewrap every time; the
+    grader's key is its own, so the visible tests' environment (in which learner code ran
+    unsandboxed) is never restored into the grading job; a newer push cancels an older run."""
+    flow = _flows()[mode]
+    assert flow["concurrency"] == {"group": "${{ github.workflow }}-${{ github.ref }}",
+                                   "cancel-in-progress": True}
+    files = set(classroom.template_files("visible"))
+    layout = {"visible-tests": {"": files}, "grade": {"": files}} if mode == "visible" else {
+        "visible-tests": {"": files},
+        "grade": {"submission/": files, "grader/": {"requirements.txt"}}}
+    keys = {}
+    for name, job in flow["jobs"].items():
+        if name not in layout:
+            continue
+        steps = job["steps"]
+        (cache,) = [s for s in steps if s.get("uses") == "actions/cache@v4"]
+        (install,) = [s for s in steps if "pip install -q $TORCH" in s.get("run", "")]
+        assert steps.index(cache) < steps.index(install)
+        assert install["if"] == f"steps.{cache['id']}.outputs.cache-hit != 'true'"
+        folder = install.get("working-directory", "")
+        assert cache["with"]["path"] == (f"{folder}/.venv" if folder else ".venv")
+        hashed = re.search(r"hashFiles\((.*)\)", cache["with"]["key"])[1]
+        paths = [p.strip(" '") for p in hashed.split(",")]
+        for path in paths:  # every pinning file is one the job has checked out
+            prefix = next((p for p in layout[name] if p and path.startswith(p)), "")
+            assert path.removeprefix(prefix) in layout[name][prefix], (name, path)
+        assert any(p.endswith(classroom.WORKFLOW) for p in paths)  # it holds $TORCH
+        assert any(p.endswith("requirements.txt") for p in paths)
+        keys[name] = cache["with"]["key"].split("${{")[0]
+        for step in steps:
+            if "bubblewrap" in step.get("run", ""):
+                assert "if" not in step  # the sandbox is installed on every run
+    if mode == "hidden":
+        assert keys["grade"] != keys["visible-tests"], keys
+
+
 def test_hidden_mode_needs_the_grader_repository():
     with pytest.raises(ValueError, match="--grader-repository"):
         classroom.workflow("hidden")
