@@ -108,6 +108,9 @@ PROMISES: list[Promise] = [
             "test_init.py::test_expected_dot_std",
             "test_init.py::test_expected_dot_std_is_the_chapters_formula"),
     # GPT2.init_weights
+    Promise(INIT, "GPT-2's initialisation, in place, on every module.",
+            f"{MODEL}: every module's weights drawn, biases and LayerNorms set; {AGAIN}",
+            "test_init.py::test_gpt2_weight_stds", "test_init.py::test_gpt2_initialisation"),
     Promise(INIT, "Token embedding N(0, 0.02^2), position embedding N(0, 0.01^2)",
             f"{MODEL}; {AGAIN}", "test_init.py::test_gpt2_weight_stds",
             "test_init.py::test_gpt2_initialisation"),

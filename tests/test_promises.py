@@ -1,0 +1,170 @@
+"""Every promise an owned function's docstring makes has a row in the table, and every row a check.
+
+The table is ``autograder/suites/promises`` (one module per stage). What counts as one promise
+(the unit a row must cover), read from the docstring of each function a stage owns
+(``lumen.stages.STAGES[*].owns``; ``Embedding.__init__`` is documented by its class):
+
+- each entry of ``Args:`` (one parameter: what it may be, its dtypes and shapes, how it is
+  passed), of ``Raises:`` (one exception, or one list of them, and when) and of ``Shapes:``;
+- the whole ``Returns:`` section (one result: its shape, dtype, device and values);
+- each sentence outside those sections that states a dtype, a shape, a device or an identity
+  ("the same tensor", "the same Parameter", in place): the promises a summary makes in passing.
+
+Other sentences (the chapter's reasons, advice) need no row, but may have one. A row covers a
+promise when its ``says`` occurs, whitespace folded, in that promise's text. The test fails,
+for each stage on its own, when the stage has no rows (its module is not written yet), when a
+promise has no row, when a row's ``says`` is not in its function's docstring, when a row names
+a function the stage does not own, or when its hidden test (``autograder/suites/test_<stage>.py``)
+or visible test (``exercises/tests/test_<stage>.py``) does not exist, found by the AST.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from autograder.suites.promises import ALL, stage_promises
+from lumen.stages import STAGE_NAMES, stage
+
+ROOT = Path(__file__).resolve().parents[1]
+SECTIONS = ("Args", "Returns", "Raises", "Shapes")
+#: A sentence outside the sections that states one of these is a promise of its own.
+STATED = re.compile(r"dtype|float(16|32|64)|bfloat16|u?int(8|16|32|64)|LongTensor|shape|"
+                    r"\(\.\.\.|\(V, d\)|\(d,\)|device|same tensor|same Parameter|in place",
+                    re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One promise of one docstring: where it is (``Args: ids``) and its words, folded."""
+
+    where: str
+    text: str
+
+
+def fold(text: str) -> str:
+    return " ".join(text.split())
+
+
+def docstring(owned: str) -> str:
+    """The docstring of ``"module:Qualified.name"`` in lumen (a class's for its __init__)."""
+    module_name, qualname = owned.split(":")
+    target: object = importlib.import_module(f"lumen.{module_name}")
+    parts = qualname.split(".")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    for part in parts:
+        target = inspect.getattr_static(target, part)
+    if isinstance(target, property):
+        target = target.fget
+    if isinstance(target, staticmethod | classmethod):
+        target = target.__func__
+    return inspect.cleandoc(target.__doc__ or "")
+
+
+def units(doc: str) -> list[Unit]:
+    """The promises of one docstring, by the rules in this module's docstring."""
+    found: list[Unit] = []
+    body: list[str] = []
+    section = None
+    entry: list[str] = []
+
+    def close_entry() -> None:
+        if entry:
+            head, _, _ = entry[0].strip().partition(":")
+            where = section if section == "Returns" else f"{section}: {head.strip()}"
+            found.append(Unit(where, fold(" ".join(entry))))
+            entry.clear()
+
+    for line in doc.splitlines():
+        header = line.strip().rstrip(":")
+        if line.strip().endswith(":") and header in SECTIONS and not line.startswith(" "):
+            close_entry()
+            section = header
+            continue
+        if section is None:
+            body.append(line)
+        elif not line.strip():
+            continue
+        elif not line.startswith(" "):  # back at the left margin: the body again
+            close_entry()
+            section = None
+            body.append(line)
+        elif section != "Returns" and not line.startswith("     ") and entry:
+            close_entry()
+            entry.append(line)
+        else:
+            entry.append(line)
+    close_entry()
+    for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z`\"(])", fold(" ".join(body))):
+        if STATED.search(sentence):
+            found.append(Unit("body", sentence))
+    return found
+
+
+def _tests_in(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text("utf-8"))
+    return {node.name for node in tree.body
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")}
+
+
+def test_the_parser_finds_each_kind_of_promise():
+    """The unit of a promise, on a docstring of every kind (so a parser bug cannot hide rows)."""
+    doc = docstring("embeddings:Embedding.forward")
+    where = [u.where for u in units(doc)]
+    assert where == ["Args: ids", "Returns", "Raises: TypeError, IndexError"], where
+    init = {u.where for u in units(docstring("embeddings:Embedding.__init__"))}
+    assert {"Args: vocab_size", "Args: d_model", "Args: std", "Args: scale",
+            "Shapes: forward", "body"} <= init, init
+    ids = next(u for u in units(docstring("embeddings:check_ids")) if u.where == "Args: ids")
+    assert "compare them as int64" in ids.text and "vocab_size" not in ids.where
+
+
+#: Stages whose table is still to be written (issue 16): their case is expected to fail, and
+#: strictly, so that it turns red the moment the table is there and this line is stale.
+NOT_YET = {"embedding", "onehot", "neighbours"}
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(s, marks=pytest.mark.xfail(strict=True, reason="its table is not written yet"))
+    if s in NOT_YET else s for s in STAGE_NAMES])
+def test_every_promise_has_a_row_and_every_row_a_check(name):
+    rows = stage_promises(name)
+    assert rows, (f"stage {name!r} has no table of promises yet: write "
+                  f"autograder/suites/promises/{name}.py (PROMISES, one Promise per row)")
+    owned = stage(name).owns
+    hidden = _tests_in(ROOT / "autograder" / "suites" / f"test_{name}.py")
+    visible = _tests_in(ROOT / "exercises" / "tests" / f"test_{name}.py")
+    problems = []
+    for row in rows:
+        if row.function not in owned:
+            problems.append(f"{row.function}: not a function stage {name!r} owns ({owned})")
+            continue
+        if fold(row.says) not in fold(docstring(row.function)):
+            problems.append(f"{row.function}: its docstring does not say {row.says!r}")
+        if not row.inputs.strip():
+            problems.append(f"{row.function} ({row.says!r}): say which inputs the check sends")
+        for kind, ref, found, folder in (("hidden", row.hidden, hidden, "autograder/suites"),
+                                         ("visible", row.visible, visible, "exercises/tests")):
+            file, _, test = ref.partition("::")
+            if file != f"test_{name}.py" or test not in found:
+                problems.append(f"{row.function} ({row.says!r}): no {kind} test {ref!r} in "
+                                f"{folder}/test_{name}.py")
+    for function in owned:
+        says = [fold(r.says) for r in rows if r.function == function]
+        for unit in units(docstring(function)):
+            if not any(s in unit.text for s in says):
+                problems.append(f"{function}, {unit.where}: no row for {unit.text[:120]!r}")
+    assert not problems, f"stage {name!r}:\n" + "\n".join(problems)
+
+
+def test_rows_are_unique():
+    seen = [(p.function, fold(p.says), p.hidden) for p in ALL]
+    repeated = sorted({row for row in seen if seen.count(row) > 1})
+    assert not repeated, f"rows given twice: {repeated}"
