@@ -90,8 +90,11 @@ benchmark-nbgrade: setup-dev ## make nbgrade vs. stock nbgrader autograde, secon
 benchmark-batch: setup-dev   ## a class of 100 in one batch vs. one cold grade each (target 0.1; exit 1 when missed)
 	$(PY) benchmarks/batch_speed.py
 
-gradescope: setup            ## build/autograder.zip: upload it to Gradescope as the autograder
-	$(PY) -m autograder.gradescope --out build/autograder.zip --torch "$(TORCH)"
+# When learners see each hidden test's entry on Gradescope: hidden, after_due_date,
+# after_published or visible (README, "Gradescope and the handout").
+VISIBILITY ?= after_due_date
+gradescope: setup            ## build/autograder.zip: upload it to Gradescope as the autograder (VISIBILITY=after_due_date)
+	$(PY) -m autograder.gradescope --out build/autograder.zip --torch "$(TORCH)" --visibility "$(VISIBILITY)"
 
 nbgrade: setup               ## grade SUBMISSIONS (a folder per learner: lab.ipynb + .py files) through nbgrader, in build/nbgrader
 	@test -n "$(SUBMISSIONS)" || { echo "make nbgrade SUBMISSIONS=DIR: the folder of learners' folders"; exit 2; }
