@@ -141,8 +141,11 @@ if [ "$status" -eq 0 ] && "$PYTHON" -c "{check}" "$GRADED"; then
     exit 0
 fi
 rm -f "$GRADED"
-if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
+if [ "$status" -eq 124 ]; then
     echo "lumen autograder: no grade: grading took longer than LUMEN_TIME_LIMIT=$LIMIT s"
+elif [ "$status" -eq 137 ]; then
+    echo "lumen autograder: no grade: the grader was killed (out of memory, or still running" \
+         "10 s after LUMEN_TIME_LIMIT=$LIMIT s)"
 elif [ "$status" -eq 0 ]; then
     echo "lumen autograder: no grade: the grader wrote no valid results.json"
     status=2

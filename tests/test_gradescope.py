@@ -137,6 +137,61 @@ def test_run_autograder_without_a_sandbox_tells_the_learner_plainly(autograder_z
             assert internal.lower() not in seen, (moment, internal)
 
 
+FAKE_GRADERS = {
+    # what `python -m autograder grade ... --out FILE` does instead of grading
+    "hangs": ("sleep 60", 124, "LUMEN_TIME_LIMIT=2"),
+    "writes NaN and exits 0": ('printf \'{"score": NaN, "tests": []}\' > "$out"', 2,
+                               "no valid results.json"),
+    "writes half a file and exits 0": ('printf \'{"score": 10, "tes\' > "$out"', 2,
+                                       "no valid results.json"),
+    "is killed mid-grade": ('printf \'{"score": 100, "tests": []}\' > "$out"; kill -9 $$', 137,
+                            "the grader was killed"),
+}
+
+
+@pytest.mark.parametrize("case", list(FAKE_GRADERS))
+def test_run_autograder_leaves_a_clear_failure_whatever_the_grader_does(autograder_zip,
+                                                                        tmp_path, case):
+    """A grader that hangs, is killed, or writes what Gradescope cannot read leaves the learner
+    GRADER_FAILED in results.json (never Gradescope's generic failure, never the half-written
+    file), and instructors the reason on stdout."""
+    body, status, said = FAKE_GRADERS[case]
+    root = tmp_path / "autograder"
+    _unpack(autograder_zip, root / "source")
+    make_submission(root / "submission", {})
+    python = tmp_path / "python"  # the real interpreter, except for the grade itself
+    python.write_text(f"""#!/usr/bin/env bash
+if [ "$1 $2 $3" = "-m autograder grade" ]; then
+    while [ "$#" -gt 0 ]; do [ "$1" = --out ] && out="$2"; shift; done
+    {body}
+    exit 0
+fi
+exec {sys.executable} "$@"
+""")
+    python.chmod(0o755)
+    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "LUMEN_PYTHON": str(python),
+           "LUMEN_TIME_LIMIT": "2"}
+    done = subprocess.run([str(root / "source" / "run_autograder")], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == status, done.stdout
+    assert said in done.stdout, done.stdout
+    results = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+    assert results == json.loads(gradescope.failed_results())
+    assert sorted(p.name for p in (root / "results").iterdir()) == ["results.json"]
+
+
+def test_make_gradescope_passes_the_visibility(tmp_path):
+    """`make gradescope VISIBILITY=...` builds a run_autograder with that visibility."""
+    done = subprocess.run(["make", "-n", "gradescope", "VISIBILITY=hidden"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    (line,) = [c for c in done.stdout.splitlines() if "-m autograder.gradescope" in c]
+    argv = shlex.split(line.replace("build/autograder.zip", str(tmp_path / "a.zip")))
+    subprocess.run([sys.executable, *argv[1:]], cwd=ROOT, check=True, capture_output=True,
+                   timeout=120)
+    with zipfile.ZipFile(tmp_path / "a.zip") as archive:
+        assert "--visibility hidden" in archive.read("run_autograder").decode()
+
+
 def test_zip_is_reproducible(autograder_zip, tmp_path):
     again = gradescope.build(tmp_path / "again.zip", torch="torch==2.13.0")
     assert again.read_bytes() == autograder_zip.read_bytes()
