@@ -89,10 +89,15 @@ def stage_outputs(name: str, stage_result: dict, tests: list[dict], feedback: st
     score, out_of = float(stage_result["score"]), float(stage_result["max_score"])
     mine = [t for t in tests if name in t.get("tags", [])]
     passed = sum(t.get("status") == "passed" for t in mine)
-    lines = [f"Stage '{name}' ({stage(name).title}): {score:g} / {out_of:g}, "
-             f"{passed} of {len(mine)} hidden checks passed.",
+    stub = bool(stage_result.get("not_implemented"))  # every check met a stub's body
+    lines = [f"Stage '{name}' ({stage(name).title}): " + (
+                 f"not implemented yet, {score:g} / {out_of:g}: write its functions in your "
+                 ".py files (where they raise NotImplementedError)." if stub else
+                 f"{score:g} / {out_of:g}, {passed} of {len(mine)} hidden checks passed."),
              "Graded by the course's sandboxed grader from your .py files, not by this cell."]
-    if feedback == "messages":
+    if stub:
+        pass
+    elif feedback == "messages":
         lines += [f"- {clean_text(t['name'], 200)}: {clean_text(t.get('output', ''), 600)}"
                   for t in mine if t.get("status") != "passed"][:3]
     elif passed < len(mine):
@@ -104,8 +109,9 @@ def stage_outputs(name: str, stage_result: dict, tests: list[dict], feedback: st
                                               data={"text/plain": repr(score)}))
     else:
         outputs.append(nbformat.v4.new_output(
-            "error", ename="StageNotPassed", evalue=f"0 / {out_of:g} for stage '{name}'",
-            traceback=[f"StageNotPassed: 0 / {out_of:g} for stage '{name}'"]))
+            "error", ename="StageNotPassed", evalue=(evalue := (
+                "not implemented yet: " if stub else "") + f"0 / {out_of:g} for stage '{name}'"),
+            traceback=[f"StageNotPassed: {evalue}"]))
     return outputs
 
 

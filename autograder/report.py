@@ -146,7 +146,9 @@ def gradescope(g: Grade, visibility: str = "after_due_date") -> dict:
         "stdout_visibility": "hidden",
         "tests": tests,
         "extra_data": {
-            "stages": {s.name: {"score": s.score, "max_score": s.max_score} for s in g.stages},
+            "stages": {s.name: {"score": s.score, "max_score": s.max_score,
+                                "not_implemented": s.not_implemented and s.score < s.max_score}
+                       for s in g.stages},
             "seed": g.seed,
             "devices": g.devices,
             "sandbox": g.sandbox,

@@ -186,8 +186,24 @@ def test_the_stubs_get_zero_through_nbgrader(nbgraded):
     for stage in STAGE_NAMES:
         outputs = _cell(nb, notebook.grade_id(stage)).outputs
         assert [o.output_type for o in outputs] == ["stream", "error"], stage
+        # a stub is told it is not written yet, not handed a list of failures
+        assert "not implemented yet" in outputs[0].text, outputs[0].text
+        assert outputs[1].evalue.startswith("not implemented yet: 0 / "), outputs[1].evalue
     row = _csv(course / "stages.csv")["stubs"]
     assert [row[s] for s in STAGE_NAMES] == ["0"] * len(STAGE_NAMES)
+
+
+def test_a_failing_stage_is_not_called_unwritten():
+    """Only a stage whose every check met a stub's body says "not implemented yet"; a written
+    stage that fails says its score and what to fix."""
+    tests = [{"name": "embedding: t", "status": "failed", "tags": ["embedding"], "output": "x"}]
+    for stub in (True, False):
+        outputs = nbgrade.stage_outputs("embedding", {"score": 0, "max_score": 20,
+                                                      "not_implemented": stub},
+                                        tests, "messages")
+        told = "not implemented yet" in outputs[0].text
+        assert told is stub and outputs[1].evalue.startswith("not implemented") is stub
+        assert ("- embedding: t: x" in outputs[0].text) is not stub
 
 
 def test_no_learner_cell_runs_or_forges_anything(nbgraded):
@@ -238,7 +254,7 @@ def test_feedback_shows_scores_not_the_hidden_tests(nbgraded):
     failing = [t for t in results["tests"] if t["status"] != "passed"]
     assert failing
     html = (course / "feedback" / "partial" / nbgrade.ASSIGNMENT / "lab.html").read_text()
-    assert "0 / 20, 0 of" in html and "20 / 20" in html
+    assert "not implemented yet, 0 / 20" in html and "20 / 20" in html  # its stub stage
     for test in failing:
         assert test["output"][:60] not in html
         assert test["name"].split(": ", 1)[1][:40] not in html
