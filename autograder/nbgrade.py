@@ -186,9 +186,17 @@ class SafeFeedbackHTML(HTMLExporter):
     """nbconvert's HTML exporter with every Markdown cell's HTML cleaned (``safe_html``):
     the feedback template renders written answers with this filter and nothing else."""
 
+    #: Long lines wrap (nbgrader's feedback keeps each <pre> line whole, past the page's
+    #: edge): a diagnosis is read in full, not cut off. In <head>, with the template's styles.
+    WRAP = "<style>pre { white-space: pre-wrap; overflow-wrap: anywhere; }</style>\n"
+
     @pass_context
     def markdown2html(self, context, source):
         return safe_html(super().markdown2html(context, source))
+
+    def from_notebook_node(self, nb, resources=None, **kw):
+        html, resources = super().from_notebook_node(nb, resources, **kw)
+        return html.replace("</head>", self.WRAP + "</head>", 1), resources
 
 
 #: Attributes whose value is a URL, for ``live_html``.

@@ -25,6 +25,7 @@ from autograder.grading import Grader
 from autograder.rubric import load as load_rubric
 from lumen.stages import STAGE_NAMES, SUBMISSION_FILES
 from solutions import notebook, release
+from tests.test_page import browser, open_page  # noqa: F401, F811 - fixtures: Chromium, offline
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = ROOT / "exercises" / notebook.NOTEBOOK
@@ -204,6 +205,19 @@ def test_a_failing_stage_is_not_called_unwritten():
         told = "not implemented yet" in outputs[0].text
         assert told is stub and outputs[1].evalue.startswith("not implemented") is stub
         assert ("- embedding: t: x" in outputs[0].text) is not stub
+
+
+def test_long_lines_wrap_in_the_feedback(nbgraded, open_page):
+    """nbgrader's feedback page, opened in Chromium on a narrow screen: every check cell's
+    output wraps, so no <pre> is wider than the page and nothing of a diagnosis is cut off."""
+    _, course, *_ = nbgraded
+    tab = open_page(course / "feedback" / "partial" / nbgrade.ASSIGNMENT / "lab.html")
+    tab.set_viewport_size({"width": 420, "height": 900})
+    widths = tab.evaluate("[...document.querySelectorAll('pre')].filter(p => "
+                          "p.textContent.includes('Graded by the course')).map("
+                          "p => [p.scrollWidth, p.clientWidth])")
+    assert len(widths) == len(STAGE_NAMES), widths
+    assert all(scroll <= client + 1 for scroll, client in widths), widths
 
 
 def test_no_learner_cell_runs_or_forges_anything(nbgraded):
