@@ -25,9 +25,11 @@ from autograder.grading import Grader
 from autograder.rubric import load as load_rubric
 from lumen.stages import STAGE_NAMES, SUBMISSION_FILES
 from solutions import notebook, release
-from tests.test_page import browser, open_page  # noqa: F401, F811 - fixtures: Chromium, offline
+from tests import test_page
 
 ROOT = Path(__file__).resolve().parents[1]
+# The page test's fixtures: Chromium driven by Playwright, offline.
+browser, open_page = test_page.browser, test_page.open_page
 LAB = ROOT / "exercises" / notebook.NOTEBOOK
 PARTIAL = ("embedding", "onehot", "params")  # solved in the partial learners
 
