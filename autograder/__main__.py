@@ -46,6 +46,12 @@ def _formats(value: str) -> list[str]:
     return names
 
 
+def _shard(value: str) -> tuple[int, int]:
+    from .shards import parse_shard
+
+    return parse_shard(value)
+
+
 VISIBILITY = ("hidden", "after_due_date", "after_published", "visible")  # Gradescope's
 
 
@@ -77,6 +83,30 @@ def _sandbox_ready(kind: str) -> bool:
     return True
 
 
+def _roster(exports: list[str], path: Path | None):
+    """The checked roster for ``--export`` (None without one); False, said on stderr, when
+    it cannot be used: before grading, so a roster problem costs no grading time."""
+    if not (exports or path):
+        return None
+    from .exports import RosterError, check_roster, load_roster
+
+    if not path:
+        print("error: --export needs --roster ROSTER.csv, which maps each submission "
+              "name to the learner's LMS ids (README.md, 'Gradebook exports')",
+              file=sys.stderr)
+        return False
+    try:
+        roster = load_roster(path)
+        check_roster(roster, exports)
+    except RosterError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return False
+    if not exports:
+        print("note: --roster without --export writes no gradebook file; add "
+              "--export canvas, moodle or csv", file=sys.stderr)
+    return roster
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder",
                                      description="Grade 'The Embedding Layer' exercises.")
@@ -102,6 +132,21 @@ def main(argv: list[str] | None = None) -> int:
                         "'Gradebook exports')")
     b.add_argument("--assignment", help="the gradebook column's name (default 'The Embedding "
                                         "Layer'; Canvas: 'Name (id)' updates that assignment)")
+    b.add_argument("--shard", type=_shard, metavar="K/N",
+                   help="grade only shard K of N (1 <= K <= N): the learners whose id hashes "
+                        "there, the same on every machine; then merge-shards (README.md, "
+                        "'Grading on a cluster')")
+    m = commands.add_parser("merge-shards", help="combine the outputs of grade-batch --shard "
+                            "K/N, for K = 1..N, into the files one batch over the class writes")
+    m.add_argument("shards", type=Path, nargs="+",
+                   help="each shard's --out CSV (or its per-learner folder)")
+    m.add_argument("--out", type=Path, default=Path("grades.csv"),
+                   help="the class CSV (default grades.csv); per-learner files go in the "
+                        "folder of the same name without .csv")
+    m.add_argument("--export", action="append", type=_formats, metavar="FORMAT[,FORMAT]",
+                   help="as for grade-batch: canvas, moodle, csv (needs --roster)")
+    m.add_argument("--roster", type=Path, help="as for grade-batch")
+    m.add_argument("--assignment", help="as for grade-batch")
     n = commands.add_parser("nbgrade", help="grade a class through nbgrader: a folder per "
                             "learner (lab.ipynb and the .py files), into nbgrader's gradebook")
     n.add_argument("submissions", type=Path, help="the folder of learners' folders")
@@ -135,6 +180,19 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {error}", file=sys.stderr)
             return 2
 
+    if args.command == "merge-shards":
+        from .shards import merge
+
+        exports = [f for chosen in args.export or [] for f in chosen]
+        roster = _roster(exports, args.roster)
+        if roster is False:
+            return 2
+        if not args.out.suffix:
+            print(f"error: --out {args.out}: name the CSV with its suffix (grades.csv)",
+                  file=sys.stderr)
+            return 2
+        return merge(args.shards, args.out, exports, roster, args.assignment)
+
     limits = Limits(probe_seconds=args.probe_seconds)
     stages = sorted({s for chosen in args.stage or [] for s in chosen},
                     key=STAGE_NAMES.index) or None
@@ -150,28 +208,19 @@ def main(argv: list[str] | None = None) -> int:
                   "per-learner folder takes the name without it", file=sys.stderr)
             return 2
         exports = [f for chosen in args.export or [] for f in chosen]
-        roster = None
-        if exports or args.roster:
-            from .exports import RosterError, check_roster, load_roster
-
-            if not args.roster:
-                print("error: --export needs --roster ROSTER.csv, which maps each submission "
-                      "name to the learner's LMS ids (README.md, 'Gradebook exports')",
-                      file=sys.stderr)
-                return 2
-            try:  # before grading: a roster problem costs no grading time
-                roster = load_roster(args.roster)
-                check_roster(roster, exports)
-            except RosterError as error:
-                print(f"error: {error}", file=sys.stderr)
-                return 2
-            if not exports:
-                print("note: --roster without --export writes no gradebook file; add "
-                      "--export canvas, moodle or csv", file=sys.stderr)
+        if args.shard and (exports or args.roster):
+            print("error: --export with --shard would write one shard's part of the "
+                  "gradebook: export when merging (merge-shards ... --export FORMAT "
+                  "--roster ROSTER.csv)", file=sys.stderr)
+            return 2
+        roster = _roster(exports, args.roster)
+        if roster is False:
+            return 2
         return run(args.submissions, args.out, jobs=args.jobs, force=args.force,
                    device=args.device, sandbox=args.sandbox, stages=stages,
                    visibility=args.visibility, probe_seconds=args.probe_seconds,
-                   exports=exports, roster=roster, assignment=args.assignment)
+                   exports=exports, roster=roster, assignment=args.assignment,
+                   shard=args.shard)
 
     if not args.path.exists():
         print(f"error: no submission at {args.path}", file=sys.stderr)

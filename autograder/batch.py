@@ -338,8 +338,12 @@ def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
         device: str = "auto", sandbox: str = "bwrap", stages: list[str] | None = None,
         visibility: str = "after_due_date", out_dir: Path | None = None,
         progress=None, probe_seconds: float | None = None, exports: list[str] | None = None,
-        roster=None, assignment: str | None = None) -> int:
+        roster=None, assignment: str | None = None,
+        shard: tuple[int, int] | None = None) -> int:
     """Grade every learner in ``submissions``; write ``out`` (the CSV) and ``out_dir``.
+
+    ``shard`` (K, N): only the learners ``shards.shard_of`` puts in shard K of N, with a
+    manifest for ``merge-shards`` once the shard has finished (``autograder/shards.py``).
 
     ``exports`` (``exports.FORMATS``) with a checked ``exports.Roster``: the gradebook files
     an LMS imports, next to ``out``, named ``assignment`` there.
@@ -351,6 +355,14 @@ def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
     progress = progress or sys.stderr  # the progress bar: a line per learner
     out_dir = out_dir or default_out_dir(out)
     learners, ignored = discover(submissions, skip=(out_dir, out))
+    everyone = [x.id for x in learners]
+    if shard:
+        from . import shards
+
+        shards.forget(out_dir)
+        learners = [x for x in learners if shards.shard_of(x.id, shard[1]) == shard[0]]
+        print(f"shard {shard[0]}/{shard[1]}: {counted(len(learners), 'learner')} of "
+              f"{len(everyone)}", file=progress)
     if ignored:
         print(f"ignored {counted(len(ignored), 'entry', 'entries')} that are neither a folder nor "
               "a .zip: "
@@ -431,20 +443,36 @@ def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
         print("interrupted: writing what is graded so far (rerun to resume)", file=progress)
     elapsed = time.perf_counter() - started
 
-    rows = collect(learners, out_dir, failures)
-    write_csv(out, rows)
-    write_summary(out_dir, rows)
     if todo:
         print(f"graded {state['graded']} learners in {elapsed:.1f} s "
               f"({elapsed / max(state['done'], 1):.2f} s each)", file=progress)
-    print(f"wrote {out}, {out_dir / SUMMARY}", file=progress)
-    exported = _write_exports(out, rows, exports, roster, assignment, progress)
+    rows, exported = write_class_files(learners, out, out_dir, failures, exports, roster,
+                                       assignment, progress)
     if state["fatal"]:
         print(f"error: the batch stopped: {terminal(state['fatal'])}", file=progress)
         return 2
+    if shard:  # finished: the records it describes are all written
+        from . import shards
+
+        shards.write_manifest(out_dir, shard, everyone, [x.id for x in learners],
+                              {**config, **base})
     if not exported:
         return 2
     return 1 if any(row["total"] is None for row in rows) else 0
+
+
+def write_class_files(learners: list[Learner], out: Path, out_dir: Path,
+                      failures: dict[str, str], exports: list[str] | None, roster,
+                      assignment: str | None, progress) -> tuple[list[dict], bool]:
+    """grades.csv, summary.md, the histogram and the gradebook files, all rendered from the
+    per-learner records: a single run ends with this, and ``merge-shards`` calls it on the
+    shards' records, so both write the same bytes for the same records. Returns the rows and
+    whether the gradebook files could be written."""
+    rows = collect(learners, out_dir, failures)
+    write_csv(out, rows)
+    write_summary(out_dir, rows)
+    print(f"wrote {out}, {out_dir / SUMMARY}", file=progress)
+    return rows, _write_exports(out, rows, exports, roster, assignment, progress)
 
 
 def _write_exports(out: Path, rows: list[dict], formats: list[str] | None, roster,
