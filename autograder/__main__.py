@@ -147,6 +147,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="as for grade-batch: canvas, moodle, csv (needs --roster)")
     m.add_argument("--roster", type=Path, help="as for grade-batch")
     m.add_argument("--assignment", help="as for grade-batch")
+    p = commands.add_parser("prairielearn", help="PrairieLearn's external grader: grade "
+                            "ROOT/student into ROOT/results/results.json")
+    from .prairielearn import add_options as prairielearn_options
+
+    prairielearn_options(p)
     n = commands.add_parser("nbgrade", help="grade a class through nbgrader: a folder per "
                             "learner (lab.ipynb and the .py files), into nbgrader's gradebook")
     n.add_argument("submissions", type=Path, help="the folder of learners' folders")
@@ -179,6 +184,11 @@ def main(argv: list[str] | None = None) -> int:
         except (NbgradeError, NotebookError) as error:
             print(f"error: {error}", file=sys.stderr)
             return 2
+
+    if args.command == "prairielearn":
+        from .prairielearn import run as prairielearn
+
+        return prairielearn(args)
 
     if args.command == "merge-shards":
         from .shards import merge

@@ -1,0 +1,299 @@
+"""PrairieLearn's external grader: ``python -m autograder prairielearn [--root /grade]``, and
+the question folder and grading image: ``python -m autograder.prairielearn build`` (``make
+prairielearn``).
+
+What PrairieLearn does, from its documentation (PrairieLearn/PrairieLearn,
+docs/externalGrading.md, "The Grading Process" and "Grading results"): it runs the question's
+``externalGradingOptions.entrypoint`` in the image, with the student's files in
+/grade/student, the question's ``tests/`` folder in /grade/tests and the listed
+``serverFilesCourse`` files in /grade/serverFilesCourse; the entry point must write
+/grade/results/results.json (the folder is not made for it): ``score`` in [0, 1],
+optional ``gradable`` (false: "invalid, not gradable", no points awarded or lost, no attempt
+used) with ``format_errors`` (a string or a list), ``message``, ``output`` and ``tests``
+(``name``, ``points``, ``max_points``, ``message``, ``output``), which
+``<pl-external-grader-results>`` shows the student at once; at most 1 MB. Its grader host
+(apps/prairielearn/src/lib/externalGraderCommon.ts, ``makeGradingResult``) records a score of
+0 for a job whose results.json is missing or cannot be parsed, so this entry point writes one
+before anything else, which says the grader failed (``gradable: false``: never a zero, no
+attempt lost) and is replaced only by a finished grade.
+
+What the student sees follows the Gradescope front end's visibility (``report.gradescope``,
+the one place that decides what a hidden test may show): PrairieLearn shows all of
+results.json at once, so only ``hidden`` (the default: the per-stage scores, the notes on the
+files, nothing of a hidden test) and ``visible`` (each check's title, message and what the
+code printed) apply. ``results.json``'s tests always add up to its score: a test per stage,
+or with ``visible`` a test per check. The whole report goes to stdout, which PrairieLearn
+keeps in the grading job's log for the course staff.
+
+A submission that cannot be graded (a file missing, not UTF-8, too large, a link, a syntax
+error) is ``gradable: false`` with ``format_errors`` naming each problem, as the batch's notes
+do. The grader's settings for a question (``lumen.json``: ``visibility``, ``stages``) are read
+from ``--tests`` (default ROOT/tests, the question's tests/ folder).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import uuid
+from pathlib import Path
+
+from lumen.stages import STAGE_NAMES, SUBMISSION_FILES
+
+from . import sandbox
+from .escape import terminal
+from .report import write_atomic, write_json
+
+SETTINGS = "lumen.json"  # in the question's tests/ folder: the grader's settings for it
+VISIBILITIES = ("hidden", "visible")  # PrairieLearn shows results.json at once: no "later"
+DEFAULT_ROOT = Path("/grade")
+TIME_LIMIT = 540  # our own deadline, under info.json's timeout (PrairieLearn allows 600)
+MAX_RESULTS = 1_000_000  # PrairieLearn's limit on results.json, in bytes
+#: What a student reads when the grader failed on its side: no internals, no verdict.
+GRADER_FAILED = ("Your submission could not be graded: the autograder failed on its side. "
+                 "This is not a verdict on your code and costs you no attempt; your "
+                 "instructor can see what went wrong and will regrade it.")
+QUESTION = "embeddingLayer"  # the question's id (its folder in questions/)
+#: The question's UUID, stable across rebuilds (PrairieLearn keys a question's history on it).
+QUESTION_UUID = str(uuid.uuid5(uuid.NAMESPACE_URL, "lumen-embeddings/prairielearn/" + QUESTION))
+IMAGE_HOME = "/lumen"  # where the grading image keeps the grader
+ENTRYPOINT = f"{IMAGE_HOME}/.venv/bin/python -m autograder prairielearn --root /grade"
+DEFAULT_IMAGE = "lumen-grader:latest"  # make prairielearn IMAGE=registry/name:tag
+
+
+class SettingsError(ValueError):
+    """lumen.json cannot be used; the message names the problem and the fix."""
+
+
+def failed() -> dict:
+    """results.json until a grade replaces it: the grader failed, not the student."""
+    return {"gradable": False, "format_errors": [GRADER_FAILED], "message": GRADER_FAILED}
+
+
+def load_settings(folder: Path | None) -> dict:
+    """The question's settings (``lumen.json``), checked; defaults without the file."""
+    settings = {"visibility": "hidden", "stages": None}
+    if folder is None or not (folder / SETTINGS).is_file():
+        return settings
+    try:
+        given = json.loads((folder / SETTINGS).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise SettingsError(f"{folder / SETTINGS} cannot be read ({error}): regenerate it with "
+                            "make prairielearn") from None
+    unknown = sorted(set(given) - set(settings)) if isinstance(given, dict) else ["(not a dict)"]
+    if unknown:
+        raise SettingsError(f"{folder / SETTINGS}: unknown setting(s) {', '.join(unknown)}; "
+                            f"the settings are {', '.join(settings)}")
+    settings.update(given)
+    if settings["visibility"] not in VISIBILITIES:
+        raise SettingsError(f"{folder / SETTINGS}: visibility must be one of "
+                            f"{', '.join(VISIBILITIES)}, not {settings['visibility']!r}")
+    stages = settings["stages"]
+    if stages is not None and (not isinstance(stages, list)
+                               or not all(s in STAGE_NAMES for s in stages)):
+        raise SettingsError(f"{folder / SETTINGS}: stages must be null (all) or a list of "
+                            f"{', '.join(STAGE_NAMES)}")
+    return settings
+
+
+def format_errors(student: Path) -> list[str]:
+    """Why the submission in ``student`` cannot be graded at all; empty if it can."""
+    from .batch import syntax_notes
+    from .submission import prepare
+
+    if not student.is_dir():
+        return [f"no files were submitted: submit {', '.join(SUBMISSION_FILES)}"]
+    prepared = prepare(student)
+    problems = [terminal(why) for name, why in sorted(prepared.problems.items())]
+    return problems + [terminal(note) for note in syntax_notes(student)]
+
+
+def to_prairielearn(g, visibility: str) -> dict:
+    """PrairieLearn's results.json for the grade ``g``: what a student may see is what
+    ``report.gradescope`` makes visible under ``visibility``, nothing more."""
+    from . import report
+
+    graded = report.gradescope(g, visibility)
+    shown = [t for t in graded["tests"] if t["visibility"] == "visible"]
+    if shown:  # a test per check: its title, message and printed output
+        tests = [{"name": t["name"], "points": t["score"], "max_points": t["max_score"],
+                  "message": t["status"], "output": t["output"]} for t in shown]
+    else:  # a test per stage: its score, as the visible summary shows it
+        tests = [{"name": name, "points": s["score"], "max_points": s["max_score"],
+                  "message": "not implemented yet" if s["not_implemented"] else "",
+                  "output": ""}
+                 for name, s in graded["extra_data"]["stages"].items()]
+    score = min(max(graded["score"] / g.max_score, 0.0), 1.0) if g.max_score else 0.0
+    data = {"gradable": True, "score": round(score, 6),
+            "message": f"Total: {g.score:g} / {g.max_score:g}",
+            "output": graded["output"], "tests": tests}
+    if len(json.dumps(data)) > MAX_RESULTS:  # never over PrairieLearn's limit: cut outputs
+        for test in tests:
+            test["output"] = test["output"][:2000]
+    return data
+
+
+def _watchdog(seconds: float) -> None:
+    """End the process at ``seconds``: the results.json already written says the grader
+    failed, which beats PrairieLearn's own timeout (a failed job)."""
+    def expire() -> None:
+        print(f"lumen autograder: no grade: grading took longer than {seconds:g} s",
+              flush=True)
+        os._exit(2)
+
+    timer = threading.Timer(seconds, expire)
+    timer.daemon = True
+    timer.start()
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--root", type=Path, default=DEFAULT_ROOT,
+                        help="PrairieLearn's /grade (default): student/ in, results/ out")
+    parser.add_argument("--tests", type=Path,
+                        help=f"where the question's {SETTINGS} is (default ROOT/tests)")
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    sandbox.add_option(parser)
+    parser.add_argument("--time-limit", type=float, default=TIME_LIMIT,
+                        help=f"seconds before giving up, results.json saying the grader "
+                             f"failed (default {TIME_LIMIT}; under info.json's timeout)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Grade ``args.root``/student into ``args.root``/results/results.json. Exit status 0
+    when the student got a verdict (a grade, or gradable: false for their files), 2 when the
+    grader failed (results.json then says so, and no score)."""
+    results = args.root / "results" / "results.json"
+    results.parent.mkdir(parents=True, exist_ok=True)
+    write_json(results, failed())  # first: whatever happens next, never a zero
+    _watchdog(args.time_limit)
+    try:
+        settings = load_settings(args.tests or args.root / "tests")
+    except SettingsError as error:
+        print(f"lumen autograder: no grade: {error}")
+        return 2
+    problems = format_errors(args.root / "student")
+    if problems:
+        print("lumen autograder: not gradable:\n" + "\n".join(problems))
+        write_json(results, {"gradable": False, "format_errors": problems,
+                             "message": "Your submission could not be graded: "
+                                        + "; ".join(problems)})
+        return 0
+    from .grading import Grader, GraderError
+    from .rubric import RubricError
+
+    try:
+        with Grader(args.device, args.sandbox) as grader:
+            for note in grader.operator_notes():
+                print(f"note: {note}")  # stdout: the job's log, for the course staff
+            result = grader.grade(args.root / "student", stages=settings["stages"])
+        from . import report
+
+        print(report.terminal(result), end="")
+        text = json.dumps(to_prairielearn(result, settings["visibility"]), allow_nan=False,
+                          indent=2)
+    except (GraderError, RubricError, OSError, ValueError) as error:
+        print(f"lumen autograder: no grade: the grader failed: {type(error).__name__}: {error}")
+        return 2
+    write_atomic(results, text + "\n")
+    return 0
+
+
+# --- the question folder and the grading image ------------------------------------------------
+
+QUESTION_HTML = """\
+<pl-question-panel>
+  <p>
+    <b>The Embedding Layer.</b> Submit the three files of the exercise, as you wrote them in
+    <code>exercises/</code>: <code>embeddings.py</code>, <code>params.py</code> and
+    <code>gpt2.py</code>. Each of the six stages ({stages}) is graded by hidden tests and
+    scored on its own, out of 100 in all.
+  </p>
+</pl-question-panel>
+
+<pl-file-upload file-names="{files}"></pl-file-upload>
+
+<pl-submission-panel>
+  <pl-external-grader-results></pl-external-grader-results>
+  <pl-file-preview></pl-file-preview>
+</pl-submission-panel>
+"""
+
+DOCKERFILE = """\
+# The grading image for PrairieLearn's external grader (generated by make prairielearn from
+# autograder/prairielearn.py: edit that, not this). Build it from this folder:
+#   docker build -t {image} .
+# and push it where PrairieLearn pulls images (info.json's "image").
+FROM python:3.11-slim-bookworm
+# Learner code runs only inside bubblewrap; the grader fails closed where it cannot start.
+RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends bubblewrap \\
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR {home}
+ARG TORCH="{torch}"
+COPY requirements.txt pyproject.toml ./
+# The pinned environment, as make setup installs it: torch first, then requirements.txt.
+RUN python -m venv .venv && .venv/bin/pip install -q --no-cache-dir $TORCH \\
+    && .venv/bin/pip install -q --no-cache-dir -r requirements.txt
+COPY . .
+ENV PYTHONDONTWRITEBYTECODE=1
+"""
+
+
+def info_json(image: str, timeout: int = 600) -> dict:
+    """The question's info.json: external grading with our image and entry point."""
+    return {"uuid": QUESTION_UUID, "type": "v3", "title": "The Embedding Layer",
+            "topic": "Embeddings", "tags": ["lumen", "code"], "singleVariant": True,
+            "gradingMethod": "External", "partialCredit": True,
+            "externalGradingOptions": {"enabled": True, "image": image,
+                                       "entrypoint": ENTRYPOINT, "timeout": timeout}}
+
+
+def build(out: Path, image: str = DEFAULT_IMAGE, visibility: str = "hidden",
+          torch: str | None = None) -> Path:
+    """Write ``out``/questions/embeddingLayer (info.json, question.html, tests/lumen.json)
+    and ``out``/image (the Dockerfile and the files grading needs); returns ``out``."""
+    from .gradescope import DEFAULT_TORCH, ROOT, files
+
+    if visibility not in VISIBILITIES:
+        raise ValueError(f"visibility must be one of {', '.join(VISIBILITIES)}, "
+                         f"not {visibility!r}")
+    question = out / "questions" / QUESTION
+    write_atomic(question / "info.json", json.dumps(info_json(image), indent=2) + "\n")
+    write_atomic(question / "question.html", QUESTION_HTML.format(
+        stages=", ".join(STAGE_NAMES), files=", ".join(SUBMISSION_FILES)))
+    write_atomic(question / "tests" / SETTINGS,
+                 json.dumps({"visibility": visibility, "stages": None}, indent=2) + "\n")
+    image_dir = out / "image"
+    write_atomic(image_dir / "Dockerfile", DOCKERFILE.format(
+        image=image, home=IMAGE_HOME, torch=torch or DEFAULT_TORCH))
+    write_atomic(image_dir / ".dockerignore", ".venv\n**/__pycache__\n")
+    for path in files():  # the same files as the Gradescope zip: nothing of tests/ or solutions
+        target = image_dir / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes((ROOT / path).read_bytes())
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder.prairielearn",
+                                     description="Build the PrairieLearn question and image.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    b = commands.add_parser("build", help="the question folder and the grading image")
+    b.add_argument("--out", type=Path, default=Path("build/prairielearn"))
+    b.add_argument("--image", default=DEFAULT_IMAGE,
+                   help=f"the image info.json names (default {DEFAULT_IMAGE})")
+    b.add_argument("--visibility", choices=VISIBILITIES, default="hidden",
+                   help="hidden (default): students see their per-stage scores; visible: "
+                        "each check's title, message and printed output too")
+    b.add_argument("--torch", help="what the image pip-installs first (default torch==2.13.0)")
+    args = parser.parse_args(argv)
+    out = build(args.out, args.image, args.visibility, args.torch)
+    print(f"wrote {out / 'questions' / QUESTION} (copy it into your course's questions/) and "
+          f"{out / 'image'} (docker build -t {args.image} {out / 'image'})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
