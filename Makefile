@@ -17,7 +17,8 @@ TORCH := $(or $(shell cat $(TORCH_STAMP) 2>/dev/null),torch==2.13.0)
 endif
 
 .PHONY: FORCE setup setup-dev sandbox grade grade-cuda test check lint stubs mutation benchmark clean \
-	benchmark-batch gradescope handout seeds gpu-check browser release nbgrade benchmark-nbgrade
+	benchmark-batch gradescope handout seeds gpu-check browser release nbgrade benchmark-nbgrade \
+	prairielearn benchmark-shards
 
 $(VENV)/.python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else \
@@ -90,11 +91,22 @@ benchmark-nbgrade: setup-dev ## make nbgrade vs. stock nbgrader autograde, secon
 benchmark-batch: setup-dev   ## a class of 100 in one batch vs. one cold grade each (target 0.1; exit 1 when missed)
 	$(PY) benchmarks/batch_speed.py
 
+benchmark-shards: setup-dev  ## a class as 1 shard and as 2 shards side by side on this machine: throughput and ratio (no target)
+	$(PY) benchmarks/shard_speed.py
+
 # When learners see each hidden test's entry on Gradescope: hidden, after_due_date,
 # after_published or visible (README, "Gradescope and the handout").
 VISIBILITY ?= after_due_date
 gradescope: setup            ## build/autograder.zip: upload it to Gradescope as the autograder (VISIBILITY=after_due_date)
 	$(PY) -m autograder.gradescope --out build/autograder.zip --torch "$(TORCH)" --visibility "$(VISIBILITY)"
+
+# PrairieLearn's question folder and grading image (README.md, "PrairieLearn"). IMAGE: the
+# image info.json names; PL_VISIBILITY: hidden (stage scores only) or visible (every check).
+IMAGE ?= lumen-grader:latest
+PL_VISIBILITY ?= hidden
+prairielearn: setup          ## build/prairielearn/: the question (info.json, question.html, tests/) and the grading image's Dockerfile
+	$(PY) -m autograder.prairielearn build --out build/prairielearn --image "$(IMAGE)" \
+	  --visibility "$(PL_VISIBILITY)" --torch "$(TORCH)"
 
 nbgrade: setup               ## grade SUBMISSIONS (a folder per learner: lab.ipynb + .py files) through nbgrader, in build/nbgrader
 	@test -n "$(SUBMISSIONS)" || { echo "make nbgrade SUBMISSIONS=DIR: the folder of learners' folders"; exit 2; }
