@@ -5,6 +5,11 @@
 graded, 1 when some could not be (a rerun retries them), 2 when the batch stopped.
 ``--export canvas,moodle,csv --roster roster.csv`` adds the gradebook files an LMS imports
 (``autograder/exports.py``); a roster it cannot use stops it before grading, with the reason.
+``--shard K/N`` grades one shard of the class, and ``merge-shards SHARD... --out grades.csv``
+combines the shards into what one batch writes (``autograder/shards.py``).
+
+``python -m autograder prairielearn [--root /grade]``: PrairieLearn's external grader
+(``autograder/prairielearn.py``).
 
 Exit status 0 whenever grading finished, whatever the score; 2 when the grader itself could not
 run or failed on its side (a broken rubric, a worker that cannot start, an internal error in a

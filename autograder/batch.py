@@ -20,6 +20,8 @@ A learner whose results.json exists is skipped, so a killed batch resumes where 
 (``--force`` regrades everyone); Ctrl-C and SIGTERM write the CSV and summary first. Every file
 is written atomically (with the umask's permissions) and the CSV and summary are rebuilt from
 the results.json files at the end, so a kill never leaves a half-written row.
+``--shard K/N`` grades only the learners of shard K, and writes the manifest ``merge-shards``
+checks once it has finished (``autograder/shards.py``).
 
 ``--jobs N`` runs N grading processes (``python -m autograder.batch --serve``), each with one
 warm ``Grader``: torch is imported N times per batch, not once per learner. A learner whose
