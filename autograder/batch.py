@@ -362,6 +362,7 @@ def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
         from . import shards
 
         shards.forget(out_dir)
+        started_with = shards.versions()
         learners = [x for x in learners if shards.shard_of(x.id, shard[1]) == shard[0]]
         print(f"shard {shard[0]}/{shard[1]}: {counted(len(learners), 'learner')} of "
               f"{len(everyone)}", file=progress)
@@ -457,7 +458,7 @@ def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
         from . import shards
 
         shards.write_manifest(out_dir, shard, everyone, [x.id for x in learners],
-                              {**config, **base})
+                              {**config, **base}, started_with)
     if not exported:
         return 2
     return 1 if any(row["total"] is None for row in rows) else 0

@@ -154,9 +154,16 @@ def forget(out_dir: Path) -> None:
     (out_dir / MANIFEST).unlink(missing_ok=True)
 
 
+def versions() -> dict[str, str]:
+    """The grader's and the rubric's digests, taken when a shard starts: the code it loads
+    then is the code that grades (an edit while it runs must not pass for what graded)."""
+    return {"grader": grader_version(), "rubric": rubric_version()}
+
+
 def write_manifest(out_dir: Path, shard: tuple[int, int], everyone: list[str],
-                   mine: list[str], options: dict) -> None:
-    """The shard's manifest, written last, once the shard finished (``batch.run``)."""
+                   mine: list[str], options: dict, started_with: dict[str, str]) -> None:
+    """The shard's manifest, written last, once the shard finished (``batch.run``);
+    ``started_with``: ``versions()`` as the shard started."""
     from .worker_client import Limits  # None means its default: the same verdicts
 
     records = {}
@@ -166,7 +173,8 @@ def write_manifest(out_dir: Path, shard: tuple[int, int], everyone: list[str],
                                   if (folder / name).is_file()}
     write_json(out_dir / MANIFEST, {
         "format": FORMAT, "shard": shard[0], "of": shard[1],
-        "grader": grader_version(), "rubric": rubric_version(), "seed": SEED_POLICY,
+        "grader": started_with["grader"], "rubric": started_with["rubric"],
+        "seed": SEED_POLICY,
         "options": {k: options.get(k) for k in VERDICT_OPTIONS}
         | {"probe_seconds": options.get("probe_seconds") or Limits.probe_seconds},
         "device": options.get("device"),  # noted, not compared: scores are device-independent

@@ -291,3 +291,31 @@ def test_the_command_line_says_what_is_wrong(tmp_path):
     assert result.returncode == 2 and "export when merging" in result.stderr
     result = cli("merge-shards", str(tmp_path / "subs"), "--out", str(tmp_path / "g.csv"))
     assert result.returncode == 2 and "holds no shard manifest" in result.stderr
+
+
+def test_the_merges_gradebook_exports_are_the_single_runs(graded, copies, tmp_path):
+    """--export belongs to the merge: its gradebook files are byte for byte what grade-batch
+    writes from the same records (rerun over the merged folder, it grades nobody)."""
+    from autograder.exports import load_roster
+
+    root, _ = graded
+    roster = tmp_path / "roster.csv"
+    with open(roster, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["submission", "name", "canvas_id", "email"])
+        for i, learner in enumerate(sorted(p.name for p in (root / "submissions").iterdir())):
+            writer.writerow([learner, f"Learner {i}", str(1000 + i), f"l{i}@uni.example"])
+    out = tmp_path / "merged" / "grades.csv"
+    progress = io.StringIO()
+    code = shards.merge(copies, out, ["canvas", "moodle", "csv"], load_roster(roster),
+                        progress=progress)
+    assert code == 0, progress.getvalue()
+    exported = sorted(tmp_path.glob("merged/grades-*.csv"))
+    assert [p.name for p in exported] == ["grades-canvas.csv", "grades-moodle.csv",
+                                          "grades-roster.csv"]
+    before = {p: p.read_bytes() for p in [*exported, out]}
+    code = batch.run(root / "submissions", out, stages=["embedding"], progress=progress,
+                     exports=["canvas", "moodle", "csv"], roster=load_roster(roster))
+    assert code == 0, progress.getvalue()
+    assert "grading 0 of 6 learners" in progress.getvalue()
+    assert {p: p.read_bytes() for p in before} == before
