@@ -214,10 +214,30 @@ def load(path: Path) -> Shard:
     except (OSError, ValueError) as error:
         raise ShardError(f"{where}: its {MANIFEST} cannot be read ({error}): rerun that shard "
                          "(it resumes), then merge again") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+    if not _well_formed(manifest):
         raise ShardError(f"{where}: its {MANIFEST} is not one this grader writes: rerun that "
                          "shard with this grader, then merge again")
     return Shard(where, folder, manifest)
+
+
+#: A manifest's fields and their types, as ``write_manifest`` writes them.
+FIELDS = {"format": int, "shard": int, "of": int, "grader": str, "rubric": str, "seed": str,
+          "options": dict, "class": dict, "learners": dict}
+
+
+def _well_formed(manifest: object) -> bool:
+    """Whether ``manifest`` has the fields and types ``write_manifest`` writes (so the
+    checks that follow compare values, never trip over a missing key)."""
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        return False
+    if not all(isinstance(manifest.get(k), t) for k, t in FIELDS.items()):
+        return False
+    seen = manifest["class"]
+    return (1 <= manifest["shard"] <= manifest["of"]
+            and isinstance(seen.get("learners"), int) and isinstance(seen.get("digest"), str)
+            and all(isinstance(files, dict) and set(files) <= set(RECORD_FILES)
+                    and all(isinstance(v, str) for v in files.values())
+                    for files in manifest["learners"].values()))
 
 
 def check(shards: list[Shard]) -> dict[str, Shard]:

@@ -204,6 +204,7 @@ def _edit_manifest(folder: Path, **changes) -> None:
     ("changed", "changed after shard"),
     ("link", "is not a plain file"),
     ("wrong shard", "belongs in shard"),
+    ("malformed", "is not one this grader writes"),
 ])
 def test_the_merge_refuses_shards_that_do_not_fit(copies, tmp_path, breakage, words):
     one, two, three = copies
@@ -221,6 +222,10 @@ def test_the_merge_refuses_shards_that_do_not_fit(copies, tmp_path, breakage, wo
     elif breakage == "class":
         data = json.loads((two / shards.MANIFEST).read_text())
         _edit_manifest(two, **{"class": {**data["class"], "learners": 7}})
+    elif breakage == "malformed":
+        data = json.loads((two / shards.MANIFEST).read_text())
+        del data["of"]
+        (two / shards.MANIFEST).write_text(json.dumps(data))
     elif breakage == "unfinished":
         (two / shards.MANIFEST).unlink()
     elif breakage in ("changed", "link"):
