@@ -101,12 +101,13 @@ gradescope: setup            ## build/autograder.zip: upload it to Gradescope as
 	$(PY) -m autograder.gradescope --out build/autograder.zip --torch "$(TORCH)" --visibility "$(VISIBILITY)"
 
 # PrairieLearn's question folder and grading image (README.md, "PrairieLearn"). IMAGE: the
-# image info.json names; PL_VISIBILITY: hidden (stage scores only) or visible (every check).
+# image info.json names; PL_VISIBILITY: hidden (stage scores only) or visible (every check);
+# PL_TORCH: what the image installs for torch (default: torch 2.13.0's CPU build).
 IMAGE ?= lumen-grader:latest
 PL_VISIBILITY ?= hidden
 prairielearn: setup          ## build/prairielearn/: the question (info.json, question.html, tests/) and the grading image's Dockerfile
 	$(PY) -m autograder.prairielearn build --out build/prairielearn --image "$(IMAGE)" \
-	  --visibility "$(PL_VISIBILITY)" --torch "$(TORCH)"
+	  --visibility "$(PL_VISIBILITY)" $(if $(PL_TORCH),--torch "$(PL_TORCH)")
 
 nbgrade: setup               ## grade SUBMISSIONS (a folder per learner: lab.ipynb + .py files) through nbgrader, in build/nbgrader
 	@test -n "$(SUBMISSIONS)" || { echo "make nbgrade SUBMISSIONS=DIR: the folder of learners' folders"; exit 2; }

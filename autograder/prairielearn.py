@@ -254,6 +254,7 @@ def build(out: Path, image: str = DEFAULT_IMAGE, visibility: str = "hidden",
           torch: str | None = None) -> Path:
     """Write ``out``/questions/embeddingLayer (info.json, question.html, tests/lumen.json)
     and ``out``/image (the Dockerfile and the files grading needs); returns ``out``."""
+    from .classroom import CPU_INDEX
     from .gradescope import DEFAULT_TORCH, ROOT, files
 
     if visibility not in VISIBILITIES:
@@ -267,7 +268,8 @@ def build(out: Path, image: str = DEFAULT_IMAGE, visibility: str = "hidden",
                  json.dumps({"visibility": visibility, "stages": None}, indent=2) + "\n")
     image_dir = out / "image"
     write_atomic(image_dir / "Dockerfile", DOCKERFILE.format(
-        image=image, home=IMAGE_HOME, torch=torch or DEFAULT_TORCH))
+        image=image, home=IMAGE_HOME,
+        torch=torch or f"{DEFAULT_TORCH} --index-url {CPU_INDEX}"))
     write_atomic(image_dir / ".dockerignore", ".venv\n**/__pycache__\n")
     for path in files():  # the same files as the Gradescope zip: nothing of tests/ or solutions
         target = image_dir / path
@@ -287,7 +289,8 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--visibility", choices=VISIBILITIES, default="hidden",
                    help="hidden (default): students see their per-stage scores; visible: "
                         "each check's title, message and printed output too")
-    b.add_argument("--torch", help="what the image pip-installs first (default torch==2.13.0)")
+    b.add_argument("--torch", help="what the image pip-installs first (default: torch==2.13.0's "
+                                   "CPU build; PyPI's Linux wheel is the CUDA build)")
     args = parser.parse_args(argv)
     out = build(args.out, args.image, args.visibility, args.torch)
     print(f"wrote {out / 'questions' / QUESTION} (copy it into your course's questions/) and "
