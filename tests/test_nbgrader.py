@@ -15,6 +15,7 @@ import copy
 import json
 import shutil
 import sqlite3
+import zipfile
 from pathlib import Path
 
 import nbformat
@@ -322,3 +323,106 @@ def test_nothing_of_the_instructors_is_overwritten(tmp_path):
         with pytest.raises(nbgrade.NbgradeError, match="inside one another"):
             nbgrade.run(submissions, where)
     assert (collected / "lab.ipynb").read_text() == "{}"
+
+
+# --- nbgrader's own layouts, late submissions and reruns ---------------------------------------
+
+DUE = "2026-12-01 17:00:00 UTC"
+#: When each learner submitted, as the LMS's download names it: zip_collect's timestamp group.
+SUBMITTED_AT = {"ontime": "20261130T120000Z", "late": "20261202T090000Z"}
+ZIP_COLLECT = '''
+c.FileNameCollectorPlugin.named_regexp = (
+    r".*/(?P<student_id>[a-z]+)_(?P<timestamp>[0-9TZ]+)_(?P<file_id>[a-z0-9_]+\\.[a-z]+)")
+c.FileNameCollectorPlugin.valid_ext = [".ipynb", ".py"]
+'''
+
+
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory):
+    """An instructor's own course, where ``nbgrader zip_collect`` gathered an LMS's download (a
+    zip per learner, each file named learner_time_file); its submitted/ graded by nbgrade with
+    a due date and the 'zero' penalty, then again after one learner changed a file.
+
+    Returns (run -> (exit status, what it printed, grades.csv, stages.csv)), the submitted/."""
+    root = tmp_path_factory.mktemp("collected")
+    theirs = notebook.make_course(root / "theirs")
+    (theirs / notebook.CONFIG).write_text((theirs / notebook.CONFIG).read_text() + ZIP_COLLECT)
+    archive = theirs / "downloaded" / nbgrade.ASSIGNMENT / "archive"
+    archive.mkdir(parents=True)
+    for learner, when in SUBMITTED_AT.items():
+        with zipfile.ZipFile(archive / f"{learner}.zip", "w") as packed:
+            for name in SUBMISSION_FILES:
+                packed.write(ROOT / "lumen" / name, f"{learner}_{when}_{name}")
+            packed.write(LAB, f"{learner}_{when}_{notebook.NOTEBOOK}")
+    notebook.nbgrader(theirs, "zip_collect", nbgrade.ASSIGNMENT)
+    submitted = theirs / "submitted"
+    (submitted / "empty").mkdir()  # neither layout
+    runs = {}
+    for run in ("first", "rerun"):
+        if run == "rerun":  # the late learner sends params.py again, as the stub
+            shutil.copy(ROOT / "exercises" / "params.py",
+                        submitted / "late" / nbgrade.ASSIGNMENT / "params.py")
+        log = root / f"{run}.txt"
+        with open(log, "w") as progress:
+            code = nbgrade.run(submitted, root / "course", jobs=1, progress=progress, due=DUE,
+                               late_penalty="zero")
+        runs[run] = (code, log.read_text(), _csv(root / "course" / "grades.csv", "student_id"),
+                     _csv(root / "course" / "stages.csv"))
+    return runs, submitted
+
+
+def test_zip_collects_layout_is_graded(collected):
+    runs, submitted = collected
+    assert (submitted / "late" / nbgrade.ASSIGNMENT / "timestamp.txt").is_file()  # nbgrader's
+    code, progress, grades, stages = runs["first"]
+    assert code == 1, progress  # "empty" is listed, the others graded
+    for learner in SUBMITTED_AT:
+        assert [stages[learner][s] for s in STAGE_NAMES] == [
+            f"{load_rubric().stage_max(s):g}" for s in STAGE_NAMES], learner
+    assert "holds neither a learner's files nor embedding_layer/" in stages["empty"]["notes"]
+    assert "not graded: empty" in progress
+
+
+def test_a_late_submission_gets_nbgraders_penalty(collected):
+    """The timestamps zip_collect wrote reach nbgrader's gradebook, and its own late penalty
+    ('zero': the score) applies after the due date, and only then."""
+    _, _, grades, _ = collected[0]["first"]
+    late, ontime = grades["late"], grades["ontime"]
+    assert late["timestamp"].startswith("2026-12-02 09:00:00") and late["duedate"].startswith(
+        "2026-12-01 17:00:00"), late
+    assert float(late["raw_score"]) == 100 and float(late["late_submission_penalty"]) == 100
+    assert float(late["score"]) == 0
+    assert ontime["timestamp"].startswith("2026-11-30 12:00:00"), ontime
+    assert float(ontime["late_submission_penalty"]) == 0 and float(ontime["score"]) == 100
+
+
+def test_a_rerun_grades_only_new_or_changed_submissions(collected):
+    runs, _ = collected
+    assert "reused" not in runs["first"][1]
+    progress, stages = runs["rerun"][1], runs["rerun"][3]
+    assert "reused the grades of 1 learner graded before" in progress, progress
+    assert "grading 1 learner in the sandbox" in progress, progress
+    assert stages["late"]["params"] == "0" and stages["ontime"]["params"] == \
+        runs["first"][3]["ontime"]["params"]  # the changed file regraded, the other kept
+    assert stages["late"]["embedding"] == runs["first"][3]["late"]["embedding"]
+
+
+def test_a_layout_that_is_neither_is_named(tmp_path):
+    """SUBMISSIONS that is one learner's folder, or a whole course, is refused with the fix."""
+    (tmp_path / "alice").mkdir()
+    (tmp_path / "alice" / "embeddings.py").write_text("")
+    with pytest.raises(nbgrade.NbgradeError, match="holds a learner's files itself"):
+        nbgrade.learner_folders(tmp_path / "alice")
+    course = notebook.make_course(tmp_path / "course")
+    (course / "submitted").mkdir()
+    with pytest.raises(nbgrade.NbgradeError, match="pass its submitted/ folder"):
+        nbgrade.learner_folders(course)
+    folders, problems = nbgrade.learner_folders(tmp_path)
+    assert folders == {"alice": tmp_path / "alice"} and set(problems) == {"course"}
+
+
+def test_a_timestamp_that_is_not_a_date_is_not_carried(tmp_path):
+    (tmp_path / "timestamp.txt").write_text("next tuesday-ish")
+    (tmp_path / "out").mkdir()
+    note = nbgrade.carry_timestamp(tmp_path, tmp_path / "out")
+    assert "not a date nbgrader reads" in note and not (tmp_path / "out" / "timestamp.txt").exists()
