@@ -6,13 +6,16 @@ written answers), partial, the stubs, a notebook that is not JSON, a hostile not
 that would forge outputs, rewrite the gradebook, redefine the checks and raise, and .py files
 that warn on stderr at import), a renamed notebook, and one with a graded cell deleted and
 another edited. Their per-stage scores in nbgrader's gradebook must equal what
-``python -m autograder grade`` gives the same files.
+``python -m autograder grade`` gives the same files, and formgrader, running, must show them.
+A second class goes through nbgrader's own zip_collect first: its layout, its timestamps (late
+penalties) and a rerun that regrades only what changed.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import os
 import shutil
 import sqlite3
 import zipfile
@@ -221,6 +224,115 @@ def test_long_lines_wrap_in_the_feedback(nbgraded, open_page):
                           "p => [p.scrollWidth, p.clientWidth])")
     assert len(widths) == len(STAGE_NAMES), widths
     assert all(scroll <= client + 1 for scroll, client in widths), widths
+
+
+#: formgrader's grading page loads MathJax from a CDN, and this browser is offline: this stands
+#: in for it (the page's script waits on MathJax's start-up signal before it shows the grades).
+MATHJAX = ("window.MathJax = {Hub: {Startup: {signal: {Interest: function (f) { f('End'); }}}, "
+           "Queue: function () {}, Config: function () {}, Configured: function () {}}};")
+
+
+@pytest.fixture(scope="module")
+def formgrader(nbgraded, tmp_path_factory):
+    """formgrader, running: a Jupyter server on loopback with nbgrader's formgrader extension
+    alone, in the graded course folder, with its own runtime, data and config folders."""
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    _, course, *_ = nbgraded
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    home = tmp_path_factory.mktemp("jupyter")
+    env = {**os.environ, **{f"JUPYTER_{k}_DIR": str(home / k) for k in ("RUNTIME", "DATA",
+                                                                          "CONFIG")}}
+    others = ("jupyterlab", "notebook", "jupyter_lsp", "jupyter_server_terminals",
+              "notebook_shim", *(f"nbgrader.server_extensions.{x}" for x in (
+                  "validate_assignment", "assignment_list", "course_list")))
+    extensions = {"nbgrader.server_extensions.formgrader": True, **dict.fromkeys(others, False)}
+    command = [sys.executable, "-m", "jupyter_server", "--ServerApp.ip=127.0.0.1",
+               f"--ServerApp.port={port}", "--ServerApp.open_browser=False",
+               "--IdentityProvider.token=", "--ServerApp.password=",
+               f"--ServerApp.root_dir={course}", f"--ServerApp.jpserver_extensions={extensions}",
+               *(["--allow-root"] if os.geteuid() == 0 else [])]
+    log = open(home / "server.log", "w")  # noqa: SIM115 - closed below
+    server = subprocess.Popen(command, cwd=course, env=env, stdout=log, stderr=log)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/formgrader/api/assignments", timeout=5):
+                    break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail("formgrader did not start: "
+                                + (home / "server.log").read_text()[-2000:])
+                time.sleep(0.5)
+        yield base
+    finally:
+        server.terminate()
+        server.wait(30)
+        log.close()
+
+
+def test_formgrader_shows_every_learners_stage_scores_and_written_answers(
+        nbgraded, formgrader, browser):
+    """formgrader's own grading page for each learner, in Chromium, after its scripts ran: each
+    stage's score is the gradebook's (our grader's), and every written answer is there, waiting
+    for a mark by hand (answered) or 0 (left as released)."""
+    import urllib.request
+
+    _, course, learners, *_ = nbgraded
+    book = nbgrade.gradebook_scores(course)
+    with urllib.request.urlopen(f"{formgrader}/formgrader/api/submitted_notebooks/"
+                                f"{nbgrade.ASSIGNMENT}/lab") as reply:
+        submissions = {s["student"]: s["id"] for s in json.loads(reply.read())}
+    assert set(submissions) == set(book)
+    context = browser.new_context(viewport={"width": 1240, "height": 900})
+    errors, elsewhere = [], []
+
+    def route(request):
+        url = request.request.url
+        if url.startswith(formgrader):
+            return request.continue_()
+        elsewhere.append(url)
+        if "mathjax" in url.lower():
+            return request.fulfill(content_type="application/javascript", body=MATHJAX)
+        return request.abort()
+
+    context.route("**/*", route)
+    tab = context.new_page()
+    tab.on("pageerror", lambda e: errors.append(str(e)))
+    answered = "Because b - a + c stays nearest to b itself."
+    written = list(load_rubric().written)
+    try:
+        for learner, submission in sorted(submissions.items()):
+            tab.goto(f"{formgrader}/formgrader/submissions/{submission}/")
+            tab.wait_for_function("document.querySelector('input.score[placeholder]') || "
+                                  "document.querySelector('input.needs_manual_grade')",
+                                  timeout=30_000)
+            tab.wait_for_timeout(500)  # the last grade views
+            shown = tab.evaluate("Object.fromEntries([...document.querySelectorAll("
+                                 "'input.score')].map(i => [i.id, [i.placeholder, "
+                                 "i.classList.contains('needs_manual_grade')]]))")
+            for stage in STAGE_NAMES:
+                gid = notebook.grade_id(stage)
+                assert shown[gid] == [f"{book[learner][gid]:g}", False], (learner, stage)
+            text = tab.inner_text("body")
+            for gid in written:
+                waits = book[learner][gid] is None  # answered: formgrader asks for a mark
+                assert shown[gid][1] is waits, (learner, gid, shown[gid])
+            if learner == "complete":
+                assert text.count(answered) == len(written), learner
+        assert not errors, errors
+        assert {u.split("?")[0] for u in elsewhere} <= {
+            "https://cdnjs.cloudflare.com/ajax/libs/mathjax/2.7.7/latest.js"}, elsewhere
+    finally:
+        context.close()
 
 
 def test_no_learner_cell_runs_or_forges_anything(nbgraded):
