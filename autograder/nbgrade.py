@@ -688,6 +688,9 @@ def run(submissions: Path, course: Path, jobs: int = 2, device: str = "auto",
         raise NbgradeError(f"{submitted} holds submissions this command did not copy there "
                            "(from nbgrader collect?): they are left alone; give --course a "
                            "folder of its own, or pass that folder as SUBMISSIONS")
+    if late_penalty not in LATE_PENALTIES:
+        raise NbgradeError(f"the late penalty {late_penalty!r} is not one of nbgrader's: "
+                           f"{', '.join(LATE_PENALTIES)}")
     folders, problems = learner_folders(submissions)
     learners = list(folders)
     prepare_course(course, feedback, late_penalty, due)

@@ -391,6 +391,24 @@ def test_feedback_shows_scores_not_the_hidden_tests(nbgraded):
     assert not [t for t in hidden if t in html]
 
 
+def test_operator_notes_stay_out_of_what_learners_get(nbgraded):
+    """The grader's notes for its operator (the sandbox, its memory bound) are in each
+    learner's results.json (extra_data), and nowhere in the notebook nbgrader graded or the
+    feedback page it made (tests/test_operator_notes.py checks every other front end)."""
+    from tests.test_operator_notes import _windows
+
+    _, course, *_ = nbgraded
+    for results in sorted((course / nbgrade.GRADES).glob("*/results.json")):
+        learner = results.parent.name
+        notes = json.loads(results.read_text())["extra_data"]["operator_notes"]
+        assert notes and any("memory bound" in note for note in notes), learner
+        for path in (course / "feedback" / learner / nbgrade.ASSIGNMENT / "lab.html",
+                     course / "autograded" / learner / nbgrade.ASSIGNMENT / "lab.ipynb"):
+            text = path.read_text(encoding="utf-8")
+            for note in notes:
+                assert not [w for w in _windows(note) if w in text], (path, note)
+
+
 def _csv(path: Path, key: str = "learner") -> dict[str, dict[str, str]]:
     import csv
 
