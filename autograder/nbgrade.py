@@ -392,11 +392,12 @@ def carry_timestamp(source: Path, target: Path) -> str | None:
 @functools.cache
 def grader_version() -> str:
     """A digest of everything a grade reads from this repository (the Gradescope zip's files,
-    ``gradescope.files``): a change to any of them is a new grader, whose grades are new."""
+    ``gradescope.files``) and of grade-batch, which writes each results.json: a change to any
+    of them is a new grader, whose grades are new."""
     from .gradescope import files
 
     digest = hashlib.sha256()
-    for path in files(REPO):
+    for path in [*files(REPO), Path("autograder/batch.py")]:
         digest.update(path.as_posix().encode() + b"\0" + (REPO / path).read_bytes() + b"\0")
     return digest.hexdigest()
 
