@@ -158,8 +158,10 @@ def main(argv: list[str] | None = None) -> int:
 
     prairielearn_options(p)
     n = commands.add_parser("nbgrade", help="grade a class through nbgrader: a folder per "
-                            "learner (lab.ipynb and the .py files), into nbgrader's gradebook")
-    n.add_argument("submissions", type=Path, help="the folder of learners' folders")
+                            "learner (lab.ipynb and the .py files, or nbgrader collect's "
+                            "submitted/), into nbgrader's gradebook")
+    n.add_argument("submissions", type=Path, help="the folder of learners' folders, or the "
+                   "submitted/ folder nbgrader collect or zip_collect wrote")
     n.add_argument("--course", type=Path, default=Path("build/nbgrader"),
                    help="nbgrader's course folder, made or refreshed (default build/nbgrader)")
     n.add_argument("--jobs", type=int, default=2, help="grading processes (default 2)")
@@ -167,6 +169,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="what each check cell shows the learner in nbgrader's feedback: the "
                         "stage's score and checks passed (default), or the hidden checks' "
                         "messages too")
+    n.add_argument("--due", help="the assignment's due date in nbgrader's gradebook, e.g. "
+                   "'2026-12-01 17:00:00 UTC' (default: the one set there before, if any); a "
+                   "submission's timestamp.txt after it is late")
+    n.add_argument("--late-penalty", choices=("none", "zero"), default="none",
+                   help="nbgrader's penalty for a late submission: none (default: only marked "
+                        "late) or zero (its score)")
     for command in (g, b):
         _shared_options(command)
     n.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
@@ -185,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         try:
             return nbgrade(args.submissions, args.course, jobs=args.jobs, device=args.device,
-                           sandbox=args.sandbox, feedback=args.feedback)
+                           sandbox=args.sandbox, feedback=args.feedback,
+                           late_penalty=args.late_penalty, due=args.due)
         except (NbgradeError, NotebookError) as error:
             print(f"error: {error}", file=sys.stderr)
             return 2

@@ -5,10 +5,15 @@ Gradescope unzips it into /autograder/source and runs ``setup.sh`` once, as root
 builds the image; then, for every submission, ``run_autograder``, which grades
 /autograder/submission and writes /autograder/results/results.json
 (https://gradescope-autograders.readthedocs.io/en/latest/specs/). The zip holds those two
-scripts and only the files grading needs (``NEEDED``): autograder/, lumen/ (the reference the
-hidden suites compare against, in the grader's process), the release's stub maker
-(solutions/release.py and what it imports), requirements.txt and pyproject.toml. Never the
+scripts and exactly the files a grade reads (``files``): every module it imports, found by
+following the imports from where a grade starts (``ENTRIES``: the grade command, the hidden
+suites pytest collects, the program run in the sandbox), the data files it opens (``DATA``),
+and setup.sh's requirements.txt. So lumen's reference modules are in it (the hidden suites
+compare against them in the grader's process) and the release's stub maker, but not the other
+commands' front ends (``OTHER_COMMANDS``), lumen's CLI, figures, page or tokenizer, the
 learners' exercises/, this repository's tests, the nbgrader course source or the handout.
+tests/test_gradescope.py traces a grade run from the zip (every file opened, in the grader's
+process and in the sandbox) and requires the same list.
 
 Fail closed: setup.sh fails the image's build (Gradescope then says so) when bubblewrap cannot
 be installed or cannot start a sandbox (``sandbox.PROBE``, BwrapLauncher's own test), and
@@ -28,6 +33,7 @@ Gradescope's (source/, submission/, results/): tests/test_gradescope.py does.
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import shlex
 import sys
@@ -40,9 +46,17 @@ from .sandbox import PROBE
 from .words import counted
 
 ROOT = Path(__file__).resolve().parents[1]
-#: What grading needs from the repository, relative to its root: folders whole, or files.
-NEEDED = ("autograder", "lumen", "solutions/__init__.py", "solutions/release.py",
-          "solutions/notebook.py", "requirements.txt", "pyproject.toml")
+#: Where a grade starts, relative to the repository's root: the command run_autograder runs
+#: (``python -m autograder grade``), the hidden suites pytest collects there (conftest.py and
+#: the test_*.py of pytest.ini's ``python_files``), and the program run in the sandbox.
+ENTRIES = ("autograder/__main__.py", "autograder/suites/conftest.py",
+           "autograder/suites/test_*.py", "autograder/sandboxed/worker.py")
+#: What a grade opens that is not a module: the rubric and the suites' pytest settings.
+DATA = ("autograder/rubric.toml", "autograder/suites/pytest.ini")
+#: What setup.sh reads when Gradescope builds the image.
+SETUP = ("requirements.txt",)
+#: The other commands' front ends: __main__ imports each only inside its own command.
+OTHER_COMMANDS = ("autograder/batch.py", "autograder/nbgrade.py", "autograder/exports.py")
 #: What a learner reads on Gradescope when the grader failed on its side: no internals.
 GRADER_FAILED = ("Your submission could not be graded: the autograder failed on its side. "
                  "This is not a verdict on your code, and the 0 shown is not your grade: your "
@@ -172,17 +186,75 @@ def failed_results() -> str:
                        "extra_data": {"grader_error": True}}, indent=2)
 
 
+def _module(root: Path, dotted: str) -> list[Path]:
+    """The files of repository module ``dotted`` (its packages' __init__.py too), relative to
+    ``root``; empty for a module from outside the repository (torch, the standard library)."""
+    found, parts = [], dotted.split(".")
+    for i in range(1, len(parts) + 1):
+        folder = Path(*parts[:i])
+        if (root / folder / "__init__.py").is_file():
+            found.append(folder / "__init__.py")
+        elif i == len(parts) and (root / folder.with_suffix(".py")).is_file():
+            found.append(folder.with_suffix(".py"))
+        else:
+            return found if i > 1 else []
+    return found
+
+
+def _runs_on_import(node: ast.stmt) -> bool:
+    """False for the blocks an import never runs: ``if __name__ == "__main__":`` (a module run
+    as a script) and ``if TYPE_CHECKING:`` (read by type checkers only)."""
+    test = ast.unparse(node.test) if isinstance(node, ast.If) else ""
+    return test not in ("__name__ == '__main__'", "TYPE_CHECKING", "typing.TYPE_CHECKING")
+
+
+def _statements(tree: ast.Module) -> list[ast.AST]:
+    """Every node of ``tree`` that runs when the module is imported or its functions called."""
+    found, todo = [], [n for n in tree.body if _runs_on_import(n)]
+    while todo:
+        node = todo.pop()
+        found.append(node)
+        todo += ast.iter_child_nodes(node)
+    return found
+
+
+def imports(root: Path, path: Path) -> set[Path]:
+    """The repository files that module ``path`` imports, wherever the import statement stands
+    (in a function too; not in ``_runs_on_import``'s blocks): absolute, relative (``from .
+    import x``, x a module or a name), and a script's own folder, which Python puts first on
+    sys.path (the sandbox's worker.py imports its neighbours so)."""
+    package = path.parent.parts
+    found: set[Path] = set()
+    for node in _statements(ast.parse((root / path).read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names, relative = [alias.name for alias in node.names], False
+        elif isinstance(node, ast.ImportFrom):
+            base = list(package[:len(package) - node.level + 1]) if node.level else []
+            base += node.module.split(".") if node.module else []
+            names = [".".join(base)] + [".".join([*base, a.name]) for a in node.names]
+            relative = node.level > 0
+        else:
+            continue
+        for name in names:
+            found.update(_module(root, name))
+            sibling = path.parent / f"{name.split('.')[0]}.py"
+            if not relative and (root / sibling).is_file():
+                found.add(sibling)
+    return found
+
+
 def files(root: Path = ROOT) -> list[Path]:
-    """The repository files grading needs (``NEEDED``), relative to ``root``, sorted."""
-    found = [root / name for name in NEEDED if (root / name).is_file()]
-    for folder in (root / name for name in NEEDED if (root / name).is_dir()):
-        found += [
-            path for path in folder.rglob("*")
-            if path.is_file() and "__pycache__" not in path.parts
-            and not any(part.startswith(".") for part in path.relative_to(root).parts)
-            and path.suffix not in (".pyc", ".pyo")
-        ]
-    return sorted(path.relative_to(root) for path in found)
+    """The repository files a grade reads, relative to ``root``, sorted: ``ENTRIES`` and every
+    module they import, transitively (never into ``OTHER_COMMANDS``), ``DATA`` and ``SETUP``."""
+    todo = [path.relative_to(root) for pattern in ENTRIES for path in sorted(root.glob(pattern))]
+    seen: set[Path] = set()
+    while todo:
+        path = todo.pop()
+        if path in seen or path.as_posix() in OTHER_COMMANDS:
+            continue
+        seen.add(path)
+        todo += sorted(imports(root, path) - seen)
+    return sorted(seen | {Path(name) for name in (*DATA, *SETUP)})
 
 
 def build(out: Path, torch: str = DEFAULT_TORCH, visibility: str = "after_due_date",

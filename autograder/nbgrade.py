@@ -1,7 +1,13 @@
 """Grading through nbgrader: ``python -m autograder nbgrade SUBMISSIONS [--course DIR]``.
 
-SUBMISSIONS holds one folder per learner, as nbgrader collects them: the lab notebook
-(lab.ipynb) and the three .py files. The pipeline, in a course folder (default
+SUBMISSIONS holds one folder per learner, named by its student id (``learner_folders``): either
+the learner's files themselves (the lab notebook lab.ipynb and the three .py files), or the
+layout ``nbgrader collect`` and ``nbgrader zip_collect`` write, a course's
+``submitted/<student>/embedding_layer/`` (pass that submitted/ folder). A ``timestamp.txt``
+there (nbgrader's, from submit, collect or zip_collect's ``timestamp`` group) is carried into
+the course, so nbgrader's own late penalty applies: the due date is the gradebook's
+(``--due``, formgrader, or ``nbgrader db assignment add --duedate``) and the penalty nbgrader's
+LateSubmissionPlugin's (``--late-penalty``). The pipeline, in a course folder (default
 ``build/nbgrader``) built from solutions/course/:
 
 1. **The course**: nbgrader's configuration, the source notebook and exercises/; then
@@ -16,7 +22,9 @@ SUBMISSIONS holds one folder per learner, as nbgrader collects them: the lab not
    as text, a link keeps only an http, https or mailto target and an image only an attachment,
    read back through nbconvert's own renderer; the learner's note says so.
 3. **Grade**: our sandboxed grader on the collected .py files, the whole class through warm
-   workers (autograder/batch.py), into ``lumen/<learner>/results.json``.
+   workers (autograder/batch.py), into ``lumen/<learner>/results.json``. A learner graded
+   before from the same files by the same grader (``fingerprint``) keeps that grade, as
+   ``grade-batch`` resumes: a rerun grades only new and changed submissions.
 4. ``nbgrader autograde``, where ``SandboxedGrades`` takes the place of nbgrader's Execute:
    each stage's check cell gets the stage's score from step 3 as its output, which nbgrader's
    own SaveAutoGrades records in the gradebook (formgrader shows it next to the written
@@ -42,6 +50,8 @@ can rewrite its own outputs and verdicts. Here learner code runs only in the gra
 from __future__ import annotations
 
 import csv
+import functools
+import hashlib
 import json
 import os
 import re
@@ -73,6 +83,9 @@ OURS = ".lumen-nbgrade"  # marks a submitted/ tree as this command's copy
 MAX_NOTEBOOK = 16 << 20
 STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}")
 FEEDBACK = ("scores", "messages")  # what a check cell's output shows the learner
+LATE_PENALTIES = ("none", "zero")  # nbgrader's LateSubmissionPlugin.penalty_method
+TIMESTAMP = "timestamp.txt"  # nbgrader's record of when a submission was made
+GRADED_FROM = "graded-from.txt"  # next to a learner's results.json: the ``fingerprint`` graded
 
 
 class NbgradeError(Exception):
@@ -262,7 +275,7 @@ def withhold_live_feedback(folder: Path) -> str | None:
             f"({', '.join(sorted(set(problems))[:3])})")
 
 
-def grading_config(feedback: str) -> str:
+def grading_config(feedback: str, late_penalty: str = "none") -> str:
     """What the course's nbgrader_config.py gets for grading, after the release settings."""
     return f'''
 # --- grading, written by `python -m autograder nbgrade` (autograder/nbgrade.py) ---
@@ -284,19 +297,133 @@ c.SandboxedGrades.feedback = {feedback!r}
 # The feedback HTML holds the learner's written answers: sanitised (bleach), never live HTML.
 c.GenerateFeedback.exporter_class = SafeFeedbackHTML
 c.HTMLExporter.sanitize_html = True
+# A submission later than the gradebook's due date (its timestamp.txt): nbgrader's penalty.
+c.LateSubmissionPlugin.penalty_method = {late_penalty!r}
 '''
 
 
 # --- steps 1 and 2: the course, the submissions ------------------------------------------------
 
 
-def prepare_course(course: Path, feedback: str) -> None:
-    """The course folder, made or refreshed, with the assignment generated in its gradebook."""
+def prepare_course(course: Path, feedback: str, late_penalty: str = "none",
+                   due: str | None = None) -> None:
+    """The course folder, made or refreshed, with the assignment generated in its gradebook;
+    ``due`` (any date nbgrader reads, e.g. "2026-12-01 17:00 UTC") becomes its due date there.
+    A due date set before (formgrader, ``nbgrader db assignment add``) is kept otherwise."""
     notebook.make_course(course, files=REPO / "exercises")
     config = course / notebook.CONFIG
-    config.write_text(config.read_text(encoding="utf-8") + grading_config(feedback),
+    config.write_text(config.read_text(encoding="utf-8") + grading_config(feedback, late_penalty),
                       encoding="utf-8")
     notebook.nbgrader(course, "generate_assignment", ASSIGNMENT, "--force")
+    if due is not None:
+        from nbgrader.api import Gradebook
+        from nbgrader.utils import parse_utc
+
+        try:
+            when = parse_utc(due)
+        except (ValueError, OverflowError) as error:
+            raise NbgradeError(f"--due {due!r} is not a date ({error}): give one such as "
+                               "'2026-12-01 17:00:00 UTC'") from None
+        with Gradebook(f"sqlite:///{course / 'gradebook.db'}", notebook.COURSE_ID) as gb:
+            gb.update_or_create_assignment(ASSIGNMENT, duedate=when)
+
+
+#: A learner's own files, any of which makes a folder a learner's (the first layout).
+LEARNER_FILES = (NOTEBOOK, *SUBMISSION_FILES)
+LAYOUTS = (f"a folder per learner holding {', '.join(LEARNER_FILES)}; or nbgrader collect's and "
+           f"zip_collect's submitted/<student>/{ASSIGNMENT}/ (pass that submitted/ folder)")
+
+
+def learner_folders(submissions: Path) -> tuple[dict[str, Path], dict[str, str]]:
+    """Student id -> the folder holding that learner's files, and the entries that cannot be
+    graded, each with why. An entry is a learner's when it holds their files (a folder per
+    learner) or a ``embedding_layer/`` folder (nbgrader collect's and zip_collect's
+    ``submitted/<student>/embedding_layer/``); anything else is named, with the layouts taken.
+    Raises ``NbgradeError`` for a SUBMISSIONS that is one learner's folder or a course's."""
+    if any((submissions / name).is_file() for name in LEARNER_FILES):
+        raise NbgradeError(f"{submissions} holds a learner's files itself: SUBMISSIONS is the "
+                           f"folder of learners' folders ({LAYOUTS})")
+    if (submissions / "submitted").is_dir() and (submissions / notebook.CONFIG).is_file():
+        raise NbgradeError(f"{submissions} is an nbgrader course folder: pass its submitted/ "
+                           f"folder ({submissions / 'submitted'}) as SUBMISSIONS")
+    learners, problems = {}, {}
+    for entry in sorted(submissions.iterdir()):
+        if entry.name.startswith((".", "__MACOSX")):
+            continue
+        if not entry.is_dir() or entry.is_symlink():
+            problems[entry.name] = ("nbgrader takes a folder per learner (as nbgrader collect "
+                                    "makes them; an archive goes through nbgrader zip_collect "
+                                    "first): unpack it into a folder")
+        elif not STUDENT_ID.fullmatch(entry.name):
+            problems[entry.name] = ("nbgrader needs a student id of letters, digits and "
+                                    "_ . @ + -: rename the folder")
+        elif (entry / ASSIGNMENT).is_dir() and not (entry / ASSIGNMENT).is_symlink():
+            learners[entry.name] = entry / ASSIGNMENT
+        elif any(os.path.lexists(entry / name) for name in LEARNER_FILES) or any(
+                p.suffix == ".ipynb" for p in entry.iterdir()):
+            learners[entry.name] = entry
+        else:
+            problems[entry.name] = (f"holds neither a learner's files nor {ASSIGNMENT}/: "
+                                    f"SUBMISSIONS takes {LAYOUTS}")
+    return learners, problems
+
+
+def carry_timestamp(source: Path, target: Path) -> str | None:
+    """Copy the submission's ``timestamp.txt`` (nbgrader's) from ``source`` into ``target``,
+    rewritten as the date nbgrader reads from it, so that nbgrader autograde records when it
+    was submitted (and any late penalty). A note when it is there but not a date: then none is
+    carried (nbgrader would stop the whole class on it) and no lateness is decided."""
+    from nbgrader.utils import parse_utc
+
+    path = source / TIMESTAMP
+    if not os.path.lexists(path):
+        return None
+    try:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > 200:
+            raise ValueError("not a small regular file")
+        when = parse_utc(path.read_text(encoding="utf-8").strip())
+    except (OSError, ValueError, OverflowError) as error:
+        return (f"{TIMESTAMP} is not a date nbgrader reads ({clean_text(str(error), 100)}): "
+                "no submission time recorded, so no late penalty was decided")
+    (target / TIMESTAMP).write_text(f"{when.isoformat(' ')}\n", encoding="utf-8")
+    return None
+
+
+@functools.cache
+def grader_version() -> str:
+    """A digest of everything a grade reads from this repository (the Gradescope zip's files,
+    ``gradescope.files``) and of grade-batch, which writes each results.json: a change to any
+    of them is a new grader, whose grades are new."""
+    from .gradescope import files
+
+    digest = hashlib.sha256()
+    for path in [*files(REPO), Path("autograder/batch.py")]:
+        digest.update(path.as_posix().encode() + b"\0" + (REPO / path).read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def fingerprint(folder: Path, settings: str) -> str:
+    """What one learner's grade depends on: the .py files in ``folder`` (the copy in
+    submitted/, the only files the grader reads), the grader's version and its ``settings``."""
+    digest = hashlib.sha256(f"{grader_version()}\0{settings}\0".encode())
+    for name in SUBMISSION_FILES:
+        path = folder / name
+        digest.update(name.encode() + (b"\1" + path.read_bytes() if path.is_file() else b"\2"))
+    return digest.hexdigest()
+
+
+def reusable(grades: Path, learner: str, wanted: str) -> bool:
+    """Whether ``learner``'s grade in ``grades`` came from ``wanted`` (``fingerprint``); when
+    not, every file of their earlier grade goes, so grade-batch grades them afresh."""
+    folder = grades / learner
+    try:
+        same = (folder / GRADED_FROM).read_text(encoding="utf-8").strip() == wanted and (
+            folder / "results.json").is_file()
+    except OSError:
+        same = False
+    if not same and folder.exists():
+        shutil.rmtree(folder)
+    return same
 
 
 def _read_notebook(folder: Path) -> tuple[nbformat.NotebookNode | None, list[str]]:
@@ -539,9 +666,12 @@ def collect(learner: Path, target: Path, release: nbformat.NotebookNode) -> list
 
 
 def run(submissions: Path, course: Path, jobs: int = 2, device: str = "auto",
-        sandbox: str = "bwrap", feedback: str = "scores", progress=None) -> int:
+        sandbox: str = "bwrap", feedback: str = "scores", progress=None,
+        late_penalty: str = "none", due: str | None = None) -> int:
     """Grade every learner folder in ``submissions`` through nbgrader in ``course``.
 
+    ``due``: the assignment's due date, set in the gradebook (else the one there, if any);
+    ``late_penalty``: nbgrader's penalty for a submission after it (``LATE_PENALTIES``).
     Returns 0 when every learner was graded, 1 when some could not be (listed; a rerun
     retries them), 2 when the pipeline stopped."""
     from . import batch
@@ -559,36 +689,40 @@ def run(submissions: Path, course: Path, jobs: int = 2, device: str = "auto",
         raise NbgradeError(f"{submitted} holds submissions this command did not copy there "
                            "(from nbgrader collect?): they are left alone; give --course a "
                            "folder of its own, or pass that folder as SUBMISSIONS")
-    prepare_course(course, feedback)
+    if late_penalty not in LATE_PENALTIES:
+        raise NbgradeError(f"the late penalty {late_penalty!r} is not one of nbgrader's: "
+                           f"{', '.join(LATE_PENALTIES)}")
+    folders, problems = learner_folders(submissions)
+    learners = list(folders)
+    prepare_course(course, feedback, late_penalty, due)
     release = nbformat.read(course / "release" / ASSIGNMENT / NOTEBOOK, as_version=4)
 
-    learners, notes, problems = [], {}, {}
-    for entry in sorted(submissions.iterdir()):
-        if entry.name.startswith((".", "__MACOSX")):
-            continue
-        if not entry.is_dir() or entry.is_symlink():
-            problems[entry.name] = ("nbgrader takes a folder per learner (as nbgrader collect "
-                                    "makes them): unpack it into a folder")
-            continue
-        if not STUDENT_ID.fullmatch(entry.name):
-            problems[entry.name] = ("nbgrader needs a student id of letters, digits and "
-                                    "_ . @ + -: rename the folder")
-            continue
-        learners.append(entry.name)
+    notes: dict[str, list[str]] = {}
     if submitted.exists():
         shutil.rmtree(submitted)  # our copy from an earlier run, rebuilt from SUBMISSIONS
     submitted.mkdir(parents=True)
     (submitted / OURS).write_text("copied by python -m autograder nbgrade from "
                                   f"{submissions.resolve()}; rebuilt on every run\n")
     for learner in learners:
-        notes[learner] = collect(submissions / learner, submitted / learner / ASSIGNMENT, release)
+        target = submitted / learner / ASSIGNMENT
+        notes[learner] = collect(folders[learner], target, release)
+        late = carry_timestamp(folders[learner], target)
+        notes[learner] += [late] if late else []
 
-    print(f"grading {counted(len(learners), 'learner')} in the sandbox", file=progress)
-    status = batch.run(submitted, course / f"{GRADES}.csv", jobs=jobs, force=True, device=device,
+    wanted = {x: fingerprint(submitted / x / ASSIGNMENT, f"{sandbox} {device}") for x in learners}
+    reused = [x for x in learners if reusable(course / GRADES, x, wanted[x])]
+    if reused:
+        print(f"reused the grades of {counted(len(reused), 'learner')} graded before from "
+              "the same files by the same grader", file=progress)
+    print(f"grading {counted(len(learners) - len(reused), 'learner')} in the sandbox",
+          file=progress)
+    status = batch.run(submitted, course / f"{GRADES}.csv", jobs=jobs, device=device,
                        sandbox=sandbox, out_dir=course / GRADES, progress=progress)
     if status == 2:
         return 2
     failed = [x for x in learners if not (course / GRADES / x / "results.json").is_file()]
+    for learner in set(learners) - set(failed) - set(reused):  # graded now, from these files
+        (course / GRADES / learner / GRADED_FROM).write_text(wanted[learner] + "\n")
     graded = [x for x in learners if x not in failed]
     if graded:
         exclude = ",".join(failed)

@@ -15,6 +15,7 @@ import with the problem, so every test that needs it says why, not just "missing
 from __future__ import annotations
 
 import os
+import re
 import stat
 import zipfile
 from dataclasses import dataclass, field
@@ -26,8 +27,34 @@ from .untrusted import clean_text
 
 MAX_FILE = 1 << 20  # 1 MiB: far more than any honest embeddings.py
 MAX_ZIP_MEMBERS = 2000
+#: The grader's line in an unusable file's stand-in (``UNUSABLE``): never quoted to a learner.
+STAND_IN = "raise ImportError(__doc__)  # the grader's stand-in: your file was unusable\n"
 #: What an unusable file becomes: importing it raises the problem (the docstring) as its error.
-UNUSABLE = "{why!r}\nraise ImportError(__doc__)  # the grader's stand-in: your file was unusable\n"
+UNUSABLE = "{why!r}\n" + STAND_IN
+#: A traceback frame as the worker writes it (sandboxed/worker.py's ``_error``).
+FRAME = re.compile(r"(?P<file>[^,]+), line (?P<line>\d+), in (?P<function>[^:]*): (?P<code>.*)",
+                   re.DOTALL)
+
+
+def learner_frames(where: list[str], files: dict[str, str]) -> list[str]:
+    """The frames of a learner's traceback that quote code the learner wrote: a frame is kept
+    only where ``files`` (name -> the text the worker imported) holds, at that line of a file
+    that is not the grader's stand-in (``UNUSABLE``), the very code the frame quotes.
+
+    Every other frame is dropped: a stand-in's line, given code or a scaffold under a learner's
+    file name, or a frame the learner's process made up. The frames come from that process, so
+    this is checked here, against the files the grader itself sent: no grader source reaches a
+    learner's message through ``feedback.describe_error``."""
+    kept = []
+    for frame in where:
+        found = FRAME.fullmatch(frame)
+        text = files.get(found["file"]) if found else None
+        if text is None or text.endswith(STAND_IN):
+            continue
+        lines, number = text.splitlines(), int(found["line"])
+        if 1 <= number <= len(lines) and lines[number - 1].strip() == found["code"]:
+            kept.append(frame)
+    return kept
 
 
 @dataclass

@@ -63,16 +63,20 @@ class Outcome:
         return self.error is None and not self.timed_out and self.crashed is None
 
 
-def error_dict(value: object) -> dict:
+def error_dict(value: object, files: dict[str, str]) -> dict:
     """An exception as the worker describes it, whatever the learner's process sent: always
-    ``type`` and ``message`` strings, ``where`` a list of strings, ``not_implemented`` a bool."""
+    ``type`` and ``message`` strings, ``where`` a list of strings (only frames quoting the
+    learner's own ``files``: ``submission.learner_frames``), ``not_implemented`` a bool."""
+    from .submission import learner_frames
+
     value = value if isinstance(value, dict) else {}
     where = value.get("where")
     kind, message = str(value.get("type", "an unknown exception")), str(value.get("message", ""))
     return {
         "type": kind,
         "message": message,
-        "where": [str(w) for w in where] if isinstance(where, list) else [],
+        "where": learner_frames([str(w) for w in where], files) if isinstance(where, list)
+        else [],
         # decided here, from the message, by the one reader of stub messages
         "not_implemented": kind == "NotImplementedError" and is_stub_message(message),
     }
@@ -289,7 +293,8 @@ class StageSession:
         if (found := replies.problem(hello, replies.HELLO_IMPORTS)) is not None:
             return self._malformed(found, drop=True)
         hello = clean_reply(hello)
-        self.import_errors = {m: error_dict(e) for m, e in hello["imports"].items()}
+        self.import_errors = {m: error_dict(e, self.request.files)
+                              for m, e in hello["imports"].items()}
         self.printed.append(hello["output"])  # what the learner's code printed at import
         return None
 
@@ -374,7 +379,8 @@ class StageSession:
         self.printed.append(output)
         error = reply.get("error")
         return Outcome(
-            value=reply.get("value"), error=None if error is None else error_dict(error),
+            value=reply.get("value"), error=None if error is None
+            else error_dict(error, self.request.files),
             import_errors=self.import_errors, output=output, seconds=float(reply["seconds"]),
         )
 

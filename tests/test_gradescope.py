@@ -13,17 +13,20 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
+import shutil
 import stat
 import subprocess
 import sys
 import zipfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pytest
 
 from autograder import gradescope, report
 from autograder.results import Grade, StageGrade, TestResult
+from autograder.sandbox import GRADER
 from lumen.stages import STAGE_NAMES, SUBMISSION_FILES
 from tests.variants.build import make_submission
 
@@ -45,7 +48,7 @@ def test_zip_holds_the_scripts_and_the_grader(autograder_zip):
     for needed in ("setup.sh", "run_autograder", "autograder/__main__.py",
                    "autograder/rubric.toml", "autograder/suites/test_embedding.py",
                    "autograder/sandboxed/worker.py", "lumen/embeddings.py",
-                   "solutions/release.py", "requirements.txt", "pyproject.toml"):
+                   "solutions/release.py", "requirements.txt"):
         assert needed in names, f"{needed} is missing from the autograder zip"
     assert modes["setup.sh"] & stat.S_IXUSR and modes["run_autograder"] & stat.S_IXUSR
     assert not [n for n in names if n.startswith(("tests/", "exercises/", ".venv/"))]
@@ -53,6 +56,40 @@ def test_zip_holds_the_scripts_and_the_grader(autograder_zip):
     assert 'TORCH="${TORCH:-torch==2.13.0}"' in setup  # pinned, and overridable
     assert "-r requirements.txt" in setup and "bubblewrap" in setup
     subprocess.run(["bash", "-n", "-c", setup], check=True)  # it parses
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace to trace the grade")
+def test_the_zip_holds_exactly_what_a_grade_reads(autograder_zip, tmp_path):
+    """run_autograder grades lumen from the unpacked zip under strace, following every process
+    (the grader's, pytest's and the sandbox's, where source/autograder/sandboxed/ is seen as
+    /grader): the files it opened from source/ are exactly the zip's, less the scripts and
+    setup.sh's requirements.txt. Without bytecode caches, every module imported is opened."""
+    root = _gradescope_root(autograder_zip, tmp_path)
+    log = tmp_path / "trace.txt"
+    env = {**_run_env(root), "PYTHONDONTWRITEBYTECODE": "1"}
+    done = subprocess.run(["strace", "-f", "--seccomp-bpf", "-z", "-qq", "-e", "signal=none",
+                           "-e", "trace=open,openat,openat2,execve", "-o", str(log),
+                           str(root / "source" / "run_autograder")],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads((root / "results" / "results.json").read_text())["score"] == 100
+    source = (root / "source").resolve()
+    grader = PurePosixPath(GRADER)
+    opened = set()
+    for path in re.findall(r'(?:open|openat|openat2|execve)\((?:AT_FDCWD, )?"([^"]+)"',
+                           log.read_text(errors="replace")):
+        path = PurePosixPath(path)
+        if path.is_relative_to(grader):  # the sandbox's view of autograder/sandboxed/
+            path = source / "autograder" / "sandboxed" / path.relative_to(grader)
+        elif not path.is_absolute():
+            path = source / path
+        if Path(path).is_relative_to(source) and Path(path).is_file():
+            opened.add(Path(path).relative_to(source).as_posix())
+    with zipfile.ZipFile(autograder_zip) as archive:
+        shipped = set(archive.namelist()) - {"setup.sh", "run_autograder", *gradescope.SETUP}
+    opened -= {"run_autograder"}
+    assert opened == shipped, (f"read but not in the zip: {sorted(opened - shipped)}; in the zip "
+                               f"but never read: {sorted(shipped - opened)}")
 
 
 def test_zip_ships_nothing_grading_does_not_need(autograder_zip):
@@ -207,7 +244,9 @@ def _unpack(archive_path: Path, target: Path) -> None:
                 os.chmod(target / info.filename, mode & 0o777)
 
 
-def test_run_autograder_grades_lumen(autograder_zip, tmp_path):
+def _gradescope_root(autograder_zip: Path, tmp_path: Path) -> Path:
+    """A folder laid out as Gradescope's /autograder: source/ from the zip, lumen's files as
+    the submission (uploaded inside a folder), an empty results/."""
     root = tmp_path / "autograder"
     _unpack(autograder_zip, root / "source")
     (root / "submission" / "exercises").mkdir(parents=True)  # as uploaded: inside a folder
@@ -215,8 +254,18 @@ def test_run_autograder_grades_lumen(autograder_zip, tmp_path):
         text = (ROOT / "lumen" / name).read_text(encoding="utf-8")
         (root / "submission" / "exercises" / name).write_text(text, encoding="utf-8")
     (root / "results").mkdir()
+    return root
+
+
+def _run_env(root: Path) -> dict[str, str]:
     env = {**os.environ, "AUTOGRADER_ROOT": str(root), "LUMEN_PYTHON": sys.executable}
     env.pop("PYTHONPATH", None)  # the grader must come from source/, not this checkout
+    return env
+
+
+def test_run_autograder_grades_lumen(autograder_zip, tmp_path):
+    root = _gradescope_root(autograder_zip, tmp_path)
+    env = _run_env(root)
     done = subprocess.run([str(root / "source" / "run_autograder")], env=env,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr

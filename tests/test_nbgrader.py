@@ -6,15 +6,19 @@ written answers), partial, the stubs, a notebook that is not JSON, a hostile not
 that would forge outputs, rewrite the gradebook, redefine the checks and raise, and .py files
 that warn on stderr at import), a renamed notebook, and one with a graded cell deleted and
 another edited. Their per-stage scores in nbgrader's gradebook must equal what
-``python -m autograder grade`` gives the same files.
+``python -m autograder grade`` gives the same files, and formgrader, running, must show them.
+A second class goes through nbgrader's own zip_collect first: its layout, its timestamps (late
+penalties) and a rerun that regrades only what changed.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import os
 import shutil
 import sqlite3
+import zipfile
 from pathlib import Path
 
 import nbformat
@@ -222,6 +226,115 @@ def test_long_lines_wrap_in_the_feedback(nbgraded, open_page):
     assert all(scroll <= client + 1 for scroll, client in widths), widths
 
 
+#: formgrader's grading page loads MathJax from a CDN, and this browser is offline: this stands
+#: in for it (the page's script waits on MathJax's start-up signal before it shows the grades).
+MATHJAX = ("window.MathJax = {Hub: {Startup: {signal: {Interest: function (f) { f('End'); }}}, "
+           "Queue: function () {}, Config: function () {}, Configured: function () {}}};")
+
+
+@pytest.fixture(scope="module")
+def formgrader(nbgraded, tmp_path_factory):
+    """formgrader, running: a Jupyter server on loopback with nbgrader's formgrader extension
+    alone, in the graded course folder, with its own runtime, data and config folders."""
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    _, course, *_ = nbgraded
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    home = tmp_path_factory.mktemp("jupyter")
+    env = {**os.environ, **{f"JUPYTER_{k}_DIR": str(home / k) for k in ("RUNTIME", "DATA",
+                                                                          "CONFIG")}}
+    others = ("jupyterlab", "notebook", "jupyter_lsp", "jupyter_server_terminals",
+              "notebook_shim", *(f"nbgrader.server_extensions.{x}" for x in (
+                  "validate_assignment", "assignment_list", "course_list")))
+    extensions = {"nbgrader.server_extensions.formgrader": True, **dict.fromkeys(others, False)}
+    command = [sys.executable, "-m", "jupyter_server", "--ServerApp.ip=127.0.0.1",
+               f"--ServerApp.port={port}", "--ServerApp.open_browser=False",
+               "--IdentityProvider.token=", "--ServerApp.password=",
+               f"--ServerApp.root_dir={course}", f"--ServerApp.jpserver_extensions={extensions}",
+               *(["--allow-root"] if os.geteuid() == 0 else [])]
+    log = open(home / "server.log", "w")  # noqa: SIM115 - closed below
+    server = subprocess.Popen(command, cwd=course, env=env, stdout=log, stderr=log)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/formgrader/api/assignments", timeout=5):
+                    break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail("formgrader did not start: "
+                                + (home / "server.log").read_text()[-2000:])
+                time.sleep(0.5)
+        yield base
+    finally:
+        server.terminate()
+        server.wait(30)
+        log.close()
+
+
+def test_formgrader_shows_every_learners_stage_scores_and_written_answers(
+        nbgraded, formgrader, browser):
+    """formgrader's own grading page for each learner, in Chromium, after its scripts ran: each
+    stage's score is the gradebook's (our grader's), and every written answer is there, waiting
+    for a mark by hand (answered) or 0 (left as released)."""
+    import urllib.request
+
+    _, course, learners, *_ = nbgraded
+    book = nbgrade.gradebook_scores(course)
+    with urllib.request.urlopen(f"{formgrader}/formgrader/api/submitted_notebooks/"
+                                f"{nbgrade.ASSIGNMENT}/lab") as reply:
+        submissions = {s["student"]: s["id"] for s in json.loads(reply.read())}
+    assert set(submissions) == set(book)
+    context = browser.new_context(viewport={"width": 1240, "height": 900})
+    errors, elsewhere = [], []
+
+    def route(request):
+        url = request.request.url
+        if url.startswith(formgrader):
+            return request.continue_()
+        elsewhere.append(url)
+        if "mathjax" in url.lower():
+            return request.fulfill(content_type="application/javascript", body=MATHJAX)
+        return request.abort()
+
+    context.route("**/*", route)
+    tab = context.new_page()
+    tab.on("pageerror", lambda e: errors.append(str(e)))
+    answered = "Because b - a + c stays nearest to b itself."
+    written = list(load_rubric().written)
+    try:
+        for learner, submission in sorted(submissions.items()):
+            tab.goto(f"{formgrader}/formgrader/submissions/{submission}/")
+            tab.wait_for_function("document.querySelector('input.score[placeholder]') || "
+                                  "document.querySelector('input.needs_manual_grade')",
+                                  timeout=30_000)
+            tab.wait_for_timeout(500)  # the last grade views
+            shown = tab.evaluate("Object.fromEntries([...document.querySelectorAll("
+                                 "'input.score')].map(i => [i.id, [i.placeholder, "
+                                 "i.classList.contains('needs_manual_grade')]]))")
+            for stage in STAGE_NAMES:
+                gid = notebook.grade_id(stage)
+                assert shown[gid] == [f"{book[learner][gid]:g}", False], (learner, stage)
+            text = tab.inner_text("body")
+            for gid in written:
+                waits = book[learner][gid] is None  # answered: formgrader asks for a mark
+                assert shown[gid][1] is waits, (learner, gid, shown[gid])
+            if learner == "complete":
+                assert text.count(answered) == len(written), learner
+        assert not errors, errors
+        assert {u.split("?")[0] for u in elsewhere} <= {
+            "https://cdnjs.cloudflare.com/ajax/libs/mathjax/2.7.7/latest.js"}, elsewhere
+    finally:
+        context.close()
+
+
 def test_no_learner_cell_runs_or_forges_anything(nbgraded):
     _, course, _, _, marker = nbgraded
     assert not marker.exists(), "a learner's notebook cell ran during grading"
@@ -278,6 +391,24 @@ def test_feedback_shows_scores_not_the_hidden_tests(nbgraded):
     assert not [t for t in hidden if t in html]
 
 
+def test_operator_notes_stay_out_of_what_learners_get(nbgraded):
+    """The grader's notes for its operator (the sandbox, its memory bound) are in each
+    learner's results.json (extra_data), and nowhere in the notebook nbgrader graded or the
+    feedback page it made (tests/test_operator_notes.py checks every other front end)."""
+    from tests.test_operator_notes import _windows
+
+    _, course, *_ = nbgraded
+    for results in sorted((course / nbgrade.GRADES).glob("*/results.json")):
+        learner = results.parent.name
+        notes = json.loads(results.read_text())["extra_data"]["operator_notes"]
+        assert notes and any("memory bound" in note for note in notes), learner
+        for path in (course / "feedback" / learner / nbgrade.ASSIGNMENT / "lab.html",
+                     course / "autograded" / learner / nbgrade.ASSIGNMENT / "lab.ipynb"):
+            text = path.read_text(encoding="utf-8")
+            for note in notes:
+                assert not [w for w in _windows(note) if w in text], (path, note)
+
+
 def _csv(path: Path, key: str = "learner") -> dict[str, dict[str, str]]:
     import csv
 
@@ -322,3 +453,106 @@ def test_nothing_of_the_instructors_is_overwritten(tmp_path):
         with pytest.raises(nbgrade.NbgradeError, match="inside one another"):
             nbgrade.run(submissions, where)
     assert (collected / "lab.ipynb").read_text() == "{}"
+
+
+# --- nbgrader's own layouts, late submissions and reruns ---------------------------------------
+
+DUE = "2026-12-01 17:00:00 UTC"
+#: When each learner submitted, as the LMS's download names it: zip_collect's timestamp group.
+SUBMITTED_AT = {"ontime": "20261130T120000Z", "late": "20261202T090000Z"}
+ZIP_COLLECT = '''
+c.FileNameCollectorPlugin.named_regexp = (
+    r".*/(?P<student_id>[a-z]+)_(?P<timestamp>[0-9TZ]+)_(?P<file_id>[a-z0-9_]+\\.[a-z]+)")
+c.FileNameCollectorPlugin.valid_ext = [".ipynb", ".py"]
+'''
+
+
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory):
+    """An instructor's own course, where ``nbgrader zip_collect`` gathered an LMS's download (a
+    zip per learner, each file named learner_time_file); its submitted/ graded by nbgrade with
+    a due date and the 'zero' penalty, then again after one learner changed a file.
+
+    Returns (run -> (exit status, what it printed, grades.csv, stages.csv)), the submitted/."""
+    root = tmp_path_factory.mktemp("collected")
+    theirs = notebook.make_course(root / "theirs")
+    (theirs / notebook.CONFIG).write_text((theirs / notebook.CONFIG).read_text() + ZIP_COLLECT)
+    archive = theirs / "downloaded" / nbgrade.ASSIGNMENT / "archive"
+    archive.mkdir(parents=True)
+    for learner, when in SUBMITTED_AT.items():
+        with zipfile.ZipFile(archive / f"{learner}.zip", "w") as packed:
+            for name in SUBMISSION_FILES:
+                packed.write(ROOT / "lumen" / name, f"{learner}_{when}_{name}")
+            packed.write(LAB, f"{learner}_{when}_{notebook.NOTEBOOK}")
+    notebook.nbgrader(theirs, "zip_collect", nbgrade.ASSIGNMENT)
+    submitted = theirs / "submitted"
+    (submitted / "empty").mkdir()  # neither layout
+    runs = {}
+    for run in ("first", "rerun"):
+        if run == "rerun":  # the late learner sends params.py again, as the stub
+            shutil.copy(ROOT / "exercises" / "params.py",
+                        submitted / "late" / nbgrade.ASSIGNMENT / "params.py")
+        log = root / f"{run}.txt"
+        with open(log, "w") as progress:
+            code = nbgrade.run(submitted, root / "course", jobs=1, progress=progress, due=DUE,
+                               late_penalty="zero")
+        runs[run] = (code, log.read_text(), _csv(root / "course" / "grades.csv", "student_id"),
+                     _csv(root / "course" / "stages.csv"))
+    return runs, submitted
+
+
+def test_zip_collects_layout_is_graded(collected):
+    runs, submitted = collected
+    assert (submitted / "late" / nbgrade.ASSIGNMENT / "timestamp.txt").is_file()  # nbgrader's
+    code, progress, grades, stages = runs["first"]
+    assert code == 1, progress  # "empty" is listed, the others graded
+    for learner in SUBMITTED_AT:
+        assert [stages[learner][s] for s in STAGE_NAMES] == [
+            f"{load_rubric().stage_max(s):g}" for s in STAGE_NAMES], learner
+    assert "holds neither a learner's files nor embedding_layer/" in stages["empty"]["notes"]
+    assert "not graded: empty" in progress
+
+
+def test_a_late_submission_gets_nbgraders_penalty(collected):
+    """The timestamps zip_collect wrote reach nbgrader's gradebook, and its own late penalty
+    ('zero': the score) applies after the due date, and only then."""
+    _, _, grades, _ = collected[0]["first"]
+    late, ontime = grades["late"], grades["ontime"]
+    assert late["timestamp"].startswith("2026-12-02 09:00:00") and late["duedate"].startswith(
+        "2026-12-01 17:00:00"), late
+    assert float(late["raw_score"]) == 100 and float(late["late_submission_penalty"]) == 100
+    assert float(late["score"]) == 0
+    assert ontime["timestamp"].startswith("2026-11-30 12:00:00"), ontime
+    assert float(ontime["late_submission_penalty"]) == 0 and float(ontime["score"]) == 100
+
+
+def test_a_rerun_grades_only_new_or_changed_submissions(collected):
+    runs, _ = collected
+    assert "reused" not in runs["first"][1]
+    progress, stages = runs["rerun"][1], runs["rerun"][3]
+    assert "reused the grades of 1 learner graded before" in progress, progress
+    assert "grading 1 learner in the sandbox" in progress, progress
+    assert stages["late"]["params"] == "0" and stages["ontime"]["params"] == \
+        runs["first"][3]["ontime"]["params"]  # the changed file regraded, the other kept
+    assert stages["late"]["embedding"] == runs["first"][3]["late"]["embedding"]
+
+
+def test_a_layout_that_is_neither_is_named(tmp_path):
+    """SUBMISSIONS that is one learner's folder, or a whole course, is refused with the fix."""
+    (tmp_path / "alice").mkdir()
+    (tmp_path / "alice" / "embeddings.py").write_text("")
+    with pytest.raises(nbgrade.NbgradeError, match="holds a learner's files itself"):
+        nbgrade.learner_folders(tmp_path / "alice")
+    course = notebook.make_course(tmp_path / "course")
+    (course / "submitted").mkdir()
+    with pytest.raises(nbgrade.NbgradeError, match="pass its submitted/ folder"):
+        nbgrade.learner_folders(course)
+    folders, problems = nbgrade.learner_folders(tmp_path)
+    assert folders == {"alice": tmp_path / "alice"} and set(problems) == {"course"}
+
+
+def test_a_timestamp_that_is_not_a_date_is_not_carried(tmp_path):
+    (tmp_path / "timestamp.txt").write_text("next tuesday-ish")
+    (tmp_path / "out").mkdir()
+    note = nbgrade.carry_timestamp(tmp_path, tmp_path / "out")
+    assert "not a date nbgrader reads" in note and not (tmp_path / "out" / "timestamp.txt").exists()
