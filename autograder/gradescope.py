@@ -6,9 +6,9 @@ builds the image; then, for every submission, ``run_autograder``, which grades
 /autograder/submission and writes /autograder/results/results.json
 (https://gradescope-autograders.readthedocs.io/en/latest/specs/). The zip holds those two
 scripts and only the files grading needs (``NEEDED``): autograder/, lumen/ (the reference the
-hidden suites compare against, in the grader's process), the release's stub maker
-(solutions/release.py and what it imports), requirements.txt and pyproject.toml. Never the
-learners' exercises/, this repository's tests, the nbgrader course source or the handout.
+hidden suites compare against, in the grader's process), the stub maker
+(solutions/stubber.py) with release.py and notebook.py, requirements.txt and pyproject.toml.
+Never the learners' exercises/, this repository's tests, the nbgrader course source or the handout.
 
 Fail closed: setup.sh fails the image's build (Gradescope then says so) when bubblewrap cannot
 be installed or cannot start a sandbox (``sandbox.PROBE``, BwrapLauncher's own test), and
@@ -41,8 +41,8 @@ from .words import counted
 
 ROOT = Path(__file__).resolve().parents[1]
 #: What grading needs from the repository, relative to its root: folders whole, or files.
-NEEDED = ("autograder", "lumen", "solutions/__init__.py", "solutions/release.py",
-          "solutions/notebook.py", "requirements.txt", "pyproject.toml")
+NEEDED = ("autograder", "lumen", "solutions/__init__.py", "solutions/stubber.py",
+          "solutions/release.py", "solutions/notebook.py", "requirements.txt", "pyproject.toml")
 #: What a learner reads on Gradescope when the grader failed on its side: no internals.
 GRADER_FAILED = ("Your submission could not be graded: the autograder failed on its side. "
                  "This is not a verdict on your code, and the 0 shown is not your grade: your "
