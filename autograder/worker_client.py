@@ -268,6 +268,7 @@ class StageSession:
             self.connect()
         if self.sock is None or self.pid is not None:
             return  # the connection failed (``_open`` says so), or it was sent already
+        self._started = time.monotonic()  # the import's time counts from here, as it did
         deadline = self._import_deadline()
         try:
             hello = protocol.recv(self.sock, deadline)
