@@ -25,7 +25,7 @@ from pathlib import Path
 
 from lumen.stages import STAGE_NAMES
 
-from . import sandbox
+from . import phases, sandbox
 from .grading import Grader, GraderError
 from .rubric import RubricError
 from .worker_client import Limits
@@ -180,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     n.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     sandbox.add_option(n)
     args = parser.parse_args(argv)
+    phases.mark("grader: command line read")
     if args.command in ("grade-batch", "nbgrade") and not _sandbox_ready(args.sandbox):
         return 2  # before any learner: a batch never grades a class without its sandbox
     if args.command == "nbgrade":
@@ -260,6 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     from . import report
 
     print(report.terminal(result), end="")
+    phases.mark("report: printed")
     if args.out:
         report.write_json(args.out, report.gradescope(result, args.visibility))
     if args.junit:
@@ -269,6 +271,7 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     code = main()
+    phases.write()  # where the time went, for the benchmark (LUMEN_PHASES)
     sys.stdout.flush()
     sys.stderr.flush()
     # Everything is written and the worker is gone: skip the interpreter's teardown of torch

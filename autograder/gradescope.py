@@ -9,7 +9,7 @@ scripts and exactly the files a grade reads (``files``): every module it imports
 following the imports from where a grade starts (``ENTRIES``: the grade command, the hidden
 suites pytest collects, the program run in the sandbox), the data files it opens (``DATA``),
 and setup.sh's requirements.txt. So lumen's reference modules are in it (the hidden suites
-compare against them in the grader's process) and the release's stub maker, but not the other
+compare against them in the grader's process) and the stub maker (solutions/stubber.py), but not the other
 commands' front ends (``OTHER_COMMANDS``), lumen's CLI, figures, page or tokenizer, the
 learners' exercises/, this repository's tests, the nbgrader course source or the handout.
 tests/test_gradescope.py traces a grade run from the zip (every file opened, in the grader's

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from lumen.stages import STAGE_NAMES
 
+from . import phases
 from .results import Grade, GraderError, TestResult, score
 from .sandbox import BWRAP, UIDS_PER_SUBMISSION, choose_launcher, claim_uids, wants_gpu
 
@@ -37,6 +38,7 @@ def choose_devices(kind: str) -> list[str]:
     """CPU always; CUDA too when asked for or (``auto``) when present."""
     import torch
 
+    phases.mark("grader: torch imported")
     has_cuda = torch.cuda.is_available()
     if kind == "cuda" and not has_cuda:
         raise GraderError("--device cuda, but no CUDA device is available")
@@ -59,6 +61,8 @@ class Submission:
 
     def open(self) -> None:
         """Start a process for every stage graded; they load side by side."""
+        for name in self.stages or STAGE_NAMES:  # every fork asked for, then each one sent
+            self.session(name).connect()
         for name in self.stages or STAGE_NAMES:
             self.session(name).start()
 
@@ -92,22 +96,37 @@ class Submission:
         self.worker.reap()
 
 
-def run_suites(submission: Submission, stages: list[str] | None = None) -> list[TestResult]:
-    """Run the hidden suites (all, or those of ``stages``) for one submission."""
+def import_suites() -> None:
+    """What running the suites imports (torch, pytest, the suites' plugin), imported now: a
+    grade does it while the worker imports torch, so the two imports overlap."""
     os.environ.setdefault("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")  # ~1 s of plugin scanning
-    import pytest
+    import pytest  # noqa: F401
     import torch
 
     # The reference's tensors are tiny: one thread avoids ~100x slower forwards on a busy CPU.
     torch.set_num_threads(1)
+
+    from .suites import plugin  # noqa: F401
+    phases.first("grader: pytest and the suites' plugin imported")
+
+
+def run_suites(submission: Submission, stages: list[str] | None = None) -> list[TestResult]:
+    """Run the hidden suites (all, or those of ``stages``) for one submission."""
+    import_suites()
+    import pytest
 
     from .suites.plugin import GradingPlugin
 
     paths = [str(SUITES / f"test_{s}.py") for s in stages] if stages else [str(SUITES)]
     args = [*paths, "-c", str(SUITES / "pytest.ini"), "--rootdir", str(SUITES),
             "-p", "no:terminal", "-p", "no:cacheprovider", "-p", "no:logging",
-            "-p", "no:junitxml", "-p", "no:doctest", "-p", "no:pastebin"]
+            "-p", "no:junitxml", "-p", "no:doctest", "-p", "no:pastebin",
+            # its clean-up runs gc.collect() five times per session (~0.4 s per learner); the
+            # learner's code never runs in this process, so nothing of theirs is unraisable here
+            "-p", "no:unraisableexception"]
+    phases.mark("suites: started")
     code = pytest.main(args, plugins=[GradingPlugin(submission)])
+    phases.mark("suites: done")
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         raise GraderError(f"the hidden suites could not run (pytest exit code {code})")
     return submission.results
@@ -144,11 +163,14 @@ class Grader:
         from .submission import prepare
 
         started = time.perf_counter()
+        devices = self.devices  # the grader's imports, while the worker does its own
+        import_suites()
         self._ready()
         prepared = prepare(Path(path))  # 1. take in the submission: its files, as data
+        phases.mark("submission: read")
 
         submission = Submission(  # 2. open the stage processes
-            worker=self.worker, devices=self.devices, files=prepared.files,
+            worker=self.worker, devices=devices, files=prepared.files,
             uid=next(self._uids) if self.launcher.uses_uids() else None,
             seed=secrets.randbelow(2**31) if seed is None else seed,
             deadline=time.monotonic() + self.worker.limits.submission_seconds, stages=stages)
@@ -158,6 +180,7 @@ class Grader:
             results = run_suites(submission, stages)  # 3. run the checks
         finally:
             submission.close()  # every process of it gone before anything else runs
+            phases.mark("submission: every process ended")
 
         _no_grader_errors(results, path)  # 4. score: never a grade if the grader failed
         rubric = load()
@@ -166,6 +189,7 @@ class Grader:
         notes = [*prepared.notes, *prepared.problems.values()]  # 5. what the report says
         if self.worker.restarts > restarts:
             notes.append("your code ended the grading worker, which was restarted")
+        phases.mark("grade: scored")
         return score(results, rubric, stages, submission=str(path), seed=submission.seed,
                      devices=list(self.devices), sandbox=self.launcher.name,
                      seconds=time.perf_counter() - started, notes=notes,

@@ -14,7 +14,7 @@ import functools
 from dataclasses import asdict, dataclass
 
 from lumen import stages
-from solutions.release import LUMEN, stub
+from solutions.stubber import LUMEN, stub
 
 MODULES = tuple(name.removesuffix(".py") for name in stages.SUBMISSION_FILES)
 

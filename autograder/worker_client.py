@@ -21,7 +21,7 @@ from pathlib import Path
 
 from lumen.stages import parse_stub_message
 
-from . import replies
+from . import phases, replies
 from .untrusted import clean_reply, clean_text  # every reply from learner code: cleaned once
 
 SANDBOXED = Path(__file__).resolve().parent / "sandboxed"
@@ -122,6 +122,7 @@ class Worker:
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
             start_new_session=True, env=self.launcher.environment(), cwd=self.tmp / "scratch",
         )
+        phases.mark("worker: spawned")
         self._ready = False
         self.failed: str | None = None  # why the start failed, once it has
 
@@ -144,7 +145,9 @@ class Worker:
             return
         if self.failed is not None:
             raise WorkerError(self.failed)
+        phases.mark("grader: waits for the worker")
         line = self._line(self.limits.startup_seconds)
+        phases.mark("worker: ready (seen by the grader)")
         if line.strip() != b"ready":
             self.stderr.seek(0)
             detail = self.stderr.read().decode(errors="replace")[-2000:]
@@ -248,21 +251,35 @@ class StageSession:
     def _import_deadline(self) -> float:
         return min(self._started + self.worker.limits.import_seconds, self.deadline)
 
+    def connect(self) -> None:
+        """Ask the zygote for this stage's child (it forks one per connection), without
+        waiting for it: ``start`` then reads its first message. Connecting every stage first
+        lets the children set up their sandboxes side by side."""
+        if self.sock is not None or self._started is not None:
+            return
+        self._started = time.monotonic()
+        try:
+            self.sock = self.worker.connect()
+        except (ConnectionError, OSError):
+            self._drop()  # _open reports it, when the stage is graded
+
     def start(self) -> None:
         """Fork this stage's child and send it the submission, without waiting for it to load:
         the children of all stages load side by side while the first stage is graded."""
         from .sandboxed import protocol
 
-        if self.sock is not None or self._started is not None:
-            return
-        self._started = time.monotonic()
+        if self._started is None:
+            self.connect()
+        if self.sock is None or self.pid is not None:
+            return  # the connection failed (``_open`` says so), or it was sent already
+        self._started = time.monotonic()  # the import's time counts from here, as it did
         deadline = self._import_deadline()
         try:
-            self.sock = self.worker.connect()
             hello = protocol.recv(self.sock, deadline)
             if replies.problem(hello, replies.HELLO_PID) is not None:
                 raise ValueError("a first message that is not the stage process's")
             self.pid = hello["pid"]
+            phases.mark(f"stage {self.stage}: process started")
             protocol.send(self.sock, self.request.message(), deadline)
         except (TimeoutError, EOFError, ConnectionError, OSError, protocol.ProtocolError,
                 ValueError):
@@ -293,6 +310,7 @@ class StageSession:
         if (found := replies.problem(hello, replies.HELLO_IMPORTS)) is not None:
             return self._malformed(found, drop=True)
         hello = clean_reply(hello)
+        phases.mark(f"stage {self.stage}: submission loaded (seen by the grader)")
         self.import_errors = {m: error_dict(e, self.request.files)
                               for m, e in hello["imports"].items()}
         self.printed.append(hello["output"])  # what the learner's code printed at import
@@ -345,6 +363,7 @@ class StageSession:
                 return late
         # Encoded here, outside the learner's part: arguments it cannot send are the grader's bug.
         request = protocol.encode({"probe": probe, "args": args, "seed": seed})
+        phases.first(f"stage {self.stage}: first check")
         started = time.monotonic()
         deadline = min(started + (timeout or self.worker.limits.probe_seconds),
                        self.stage_deadline, self.deadline)
@@ -375,6 +394,7 @@ class StageSession:
         if "probe_error" in reply:
             return self._malformed(f"the probe refused its arguments: {reply['probe_error']}")
         reply = clean_reply(reply)
+        phases.mark(f"stage {self.stage}: last check")
         output = reply.get("output", "")
         self.printed.append(output)
         error = reply.get("error")

@@ -1,7 +1,9 @@
 """Speed targets, measured side by side in one run (never as timed tests: the machine is shared).
 
 1. A cold `python -m autograder grade lumen` against a cold `python -c "import torch"`
-   (target: at most 1.5x), median of a few runs each, interleaved.
+   (target: at most 1.5x), median of a few runs each, interleaved; and where the grade's
+   time goes, phase by phase (imports on both sides, the worker's start, each stage process's
+   start and load, the suites, the report), from the grader's own clock (autograder/phases.py).
 2. lumen's Embedding (forward + backward) against F.embedding, and cosine_neighbours against
    F.normalize + matmul + topk (target: within 1.1x), median of many repetitions.
 
@@ -11,9 +13,12 @@
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -30,13 +35,41 @@ def _wall(argv: list[str]) -> float:
 COLD_TARGET = 1.5  # a cold grade / importing torch (issue 18)
 
 
+def _grade(phases_file: Path) -> tuple[float, list[tuple[str, float]]]:
+    """One cold grade: its wall time, and its phases as seconds since it was launched.
+
+    The phases are the grader's own moments (autograder/phases.py: time.monotonic(), one
+    clock for every process here), never anything the learner's processes report."""
+    env = {**os.environ, "LUMEN_PHASES": str(phases_file)}
+    launched = time.monotonic()
+    subprocess.run([sys.executable, "-m", "autograder", "grade", "lumen"], cwd=ROOT,
+                   check=True, capture_output=True, env=env)
+    ended = time.monotonic()
+    moments = [(name, at - launched) for name, at in json.loads(phases_file.read_text())]
+    return ended - launched, [*moments, ("grader: exited (seen by the benchmark)",
+                                         ended - launched)]
+
+
+def show_phases(moments: list[tuple[str, float]]) -> None:
+    """Each moment: seconds since launch, and since the moment before (where the time went)."""
+    print("where one cold grade's time goes (the run of median wall time):")
+    print("   at s   took s  moment")
+    previous = 0.0
+    for name, at in moments:
+        print(f"{at:7.2f}  {at - previous:7.2f}  {name}")
+        previous = at
+
+
 def cold_grade(runs: int) -> bool:
-    """Whether the cold grade meets its target."""
-    torch_times, grade_times = [], []
-    for _ in range(runs):  # interleaved, so both see the same machine load
-        torch_times.append(_wall([sys.executable, "-c", "import torch"]))
-        grade_times.append(_wall([sys.executable, "-m", "autograder", "grade", "lumen"]))
-    t, g = statistics.median(torch_times), statistics.median(grade_times)
+    """Whether the cold grade meets its target; its phases printed too."""
+    torch_times, grades = [], []
+    with tempfile.TemporaryDirectory(prefix="lumen-phases-") as folder:
+        for run in range(runs):  # interleaved, so both see the same machine load
+            torch_times.append(_wall([sys.executable, "-c", "import torch"]))
+            grades.append(_grade(Path(folder) / f"phases-{run}.json"))
+    t = statistics.median(torch_times)
+    g = statistics.median(wall for wall, _ in grades)
+    show_phases(min(grades, key=lambda run: abs(run[0] - g))[1])
     print(f"import torch             {t:6.2f} s (median of {runs})")
     print(f"grade lumen, cold        {g:6.2f} s")
     print(f"ratio                    {g / t:6.2f}x  (target <= {COLD_TARGET}x: "

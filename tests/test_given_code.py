@@ -320,3 +320,89 @@ def test_a_given_init_with_super_runs_in_a_learner_class_with_its_own_base():
     pins = given.Pins()
     given._pin_class(Learner, Stub, set(), "Learner", pins)
     assert Learner("config").config == "config"
+
+
+class _EqualToAll:
+    """A value that says it equals anything: identity, never ==, must decide what changed."""
+
+    def __eq__(self, other):
+        return True
+
+    __hash__ = object.__hash__
+
+
+def _pinned_layer():
+    """A class with a pinned forward and a helper, watched over nn.Module, and its Pins."""
+    from torch import nn
+
+    class Layer(nn.Module):
+        def forward(self, x):
+            return "given"
+
+        def helper(self):
+            return "mine"
+
+    pins = given.Pins()
+    pins.set(Layer, "forward", Layer.__dict__["forward"])
+    pins.watch(Layer, nn.Module.__mro__)
+    pins.reapply()  # the first full pass, which takes the snapshot
+    return Layer, pins
+
+
+def test_reapply_undoes_every_change_after_a_pass_that_found_none():
+    """reapply's fast path (nothing changed since the last pass) misses no change: a
+    rebinding (to an object that claims to equal the given one), a deletion, a new name over
+    nn.Module's, and a deletion of an unpinned name with a new shadowing one (same size)."""
+    from torch import nn
+
+    Layer, pins = _pinned_layer()
+    forward = Layer.__dict__["forward"]
+    for _ in range(3):
+        pins.reapply()  # nothing changed: nothing done
+    assert Layer.__dict__["forward"] is forward
+
+    Layer.forward = _EqualToAll()
+    pins.reapply()
+    assert Layer.__dict__["forward"] is forward
+
+    del Layer.forward
+    pins.reapply()
+    assert Layer.__dict__["forward"] is forward
+
+    Layer.state_dict = lambda self: {}
+    pins.reapply()
+    assert "state_dict" not in vars(Layer) and Layer.state_dict is nn.Module.state_dict
+
+    del Layer.helper  # the same size, one name swapped for another over nn.Module's
+    Layer.train = lambda self, mode=True: self
+    pins.reapply()
+    assert "train" not in vars(Layer)
+    Layer.helper2 = lambda self: "a helper under a new name stays"
+    pins.reapply()
+    assert Layer().helper2() == "a helper under a new name stays"
+    Layer.forward = lambda self, x: "changed again, after a pass that kept a new helper"
+    pins.reapply()
+    assert Layer.__dict__["forward"] is forward
+
+
+def test_the_outermost_owned_call_makes_the_pins_again():
+    """An owned function that changes given code and returns into another owned function
+    leaves the change to its caller (the learner's code); when the outermost owned call
+    returns, into given code or a probe, the given code is the grader's again."""
+    Layer, pins = _pinned_layer()
+    forward = Layer.__dict__["forward"]
+    seen = []
+
+    def inner():
+        Layer.forward = lambda self, x: "changed"
+
+    def outer():
+        owned_inner()
+        seen.append(Layer()(0))  # inside the learner's own call: whatever it made
+
+    owned_inner, owned_outer = given.repinning(inner, pins), given.repinning(outer, pins)
+    owned_outer()
+    assert seen == ["changed"]
+    assert Layer.__dict__["forward"] is forward and Layer()(0) == "given"
+    owned_inner()  # the outermost call itself
+    assert Layer.__dict__["forward"] is forward

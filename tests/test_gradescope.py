@@ -48,7 +48,7 @@ def test_zip_holds_the_scripts_and_the_grader(autograder_zip):
     for needed in ("setup.sh", "run_autograder", "autograder/__main__.py",
                    "autograder/rubric.toml", "autograder/suites/test_embedding.py",
                    "autograder/sandboxed/worker.py", "lumen/embeddings.py",
-                   "solutions/release.py", "requirements.txt"):
+                   "solutions/stubber.py", "requirements.txt"):
         assert needed in names, f"{needed} is missing from the autograder zip"
     assert modes["setup.sh"] & stat.S_IXUSR and modes["run_autograder"] & stat.S_IXUSR
     assert not [n for n in names if n.startswith(("tests/", "exercises/", ".venv/"))]
@@ -102,7 +102,7 @@ def test_zip_ships_nothing_grading_does_not_need(autograder_zip):
                      "benchmarks/", "Makefile", "README.md", ".github/"):
         assert not [n for n in names if n == unneeded or n.startswith(unneeded)], unneeded
     solutions = {n for n in names if n.startswith("solutions/")}
-    assert solutions == {"solutions/__init__.py", "solutions/release.py",
+    assert solutions == {"solutions/__init__.py", "solutions/stubber.py", "solutions/release.py",
                          "solutions/notebook.py"}
 
 

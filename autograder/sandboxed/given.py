@@ -33,10 +33,12 @@ from __future__ import annotations
 
 import ast
 import functools
+import operator
 import types
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import chain
 
 from torch import nn
 
@@ -72,6 +74,39 @@ def _put(holder: object, name: str, value: object) -> None:
         setter(holder, name, value)
 
 
+class _Snapshot:
+    """Some modules' and classes' namespaces as they are now: each one's size, and the object
+    under each of its names. ``same()`` reads them all again (an ``itemgetter`` per namespace)
+    and compares by identity only, in C (``map(operator.is_, ...)``): no __eq__ or __hash__
+    of anything the learner made runs, and an equal but other object is a difference. The
+    same size and every name still there with the same object: the same namespace (nothing
+    added, removed or rebound). A namespace that may not change is therefore never missed,
+    and one that changes in a harmless way only costs a full pass."""
+
+    __slots__ = ("key", "spaces", "sizes", "full", "getters", "objects")
+
+    def __init__(self, key: tuple[int, ...], holders: list[object]) -> None:
+        self.key = key  # the counts of changes it was taken for
+        spaces = [vars(h) for h in {id(h): h for h in holders}.values()]  # live views
+        self.spaces = tuple(spaces)
+        self.sizes = list(map(len, spaces))
+        self.full = tuple(space for space in spaces if len(space))
+        # itemgetter of one name returns the object itself, not a 1-tuple: repeat the first
+        self.getters = tuple(operator.itemgetter(*space, next(iter(space))) for space in self.full)
+        self.objects = tuple(self._read())
+
+    def _read(self) -> chain:
+        """The object under every name, namespace after namespace (in C: no loop of ours)."""
+        return chain.from_iterable(map(operator.call, self.getters, self.full))
+
+    def same(self) -> bool:
+        try:
+            return (list(map(len, self.spaces)) == self.sizes  # a list of ints: no learner code
+                    and all(map(operator.is_, self._read(), self.objects)))
+        except (KeyError, RuntimeError):  # a name gone, or changed while read: not the same
+            return False
+
+
 class Pins:
     """Every change made to the learner's modules and classes (and torch's), in order."""
 
@@ -84,6 +119,8 @@ class Pins:
         self.others: list[Pins] = []  # made again with these (the scaffolds' changes)
         #: classes that may gain no attribute shadowing their bases': (class, its names, bases)
         self.watched: list[tuple[type, frozenset[str], tuple[type, ...]]] = []
+        self._snapshot: _Snapshot | None = None  # as the last full pass of reapply left them
+        self.running = 0  # owned calls in progress (``repinning``)
 
     def watch(self, cls: type, bases: tuple[type, ...]) -> None:
         self.watched.append((cls, frozenset(vars(cls)), bases))
@@ -97,11 +134,18 @@ class Pins:
         """Make every change again where code has since undone it (``GPT2.forward = ...`` in
         a learner's method): run after each call of the learner's own functions and before
         each probe, so that what they change on a class lasts no longer than their call.
-        Cheap when nothing was undone."""
+
+        Cheap when nothing changed, as almost always: ``_Snapshot`` compares every pinned and
+        watched namespace (~360, most of them torch's layers) with how the last full pass
+        left it, in C. Any difference in any of them, and the full pass runs, then a new
+        snapshot is taken."""
         if Pins.suspended:
             return
+        key = (len(self.changes), len(self.watched), *(len(p.changes) for p in self.others))
+        if self._snapshot is not None and self._snapshot.key == key and self._snapshot.same():
+            return
         for pins in (self, *self.others):
-            for own, c in zip(pins.owns, pins.changes, strict=True):  # ~1,300: kept cheap
+            for own, c in zip(pins.owns, pins.changes, strict=True):
                 if own.get(c.name, MISSING) is not c.new:
                     _put(c.holder, c.name, c.new)
         for cls, names, bases in self.watched:  # a name added since, over one of nn.Module's
@@ -109,6 +153,8 @@ class Pins:
                 for name in set(vars(cls)) - names - DATA:
                     if _lookup(bases, name) is not MISSING:
                         _put(cls, name, MISSING)
+        holders = [c.holder for pins in (self, *self.others) for c in pins.changes]
+        self._snapshot = _Snapshot(key, holders + [cls for cls, _, _ in self.watched])
 
     @contextmanager
     def undone(self) -> Iterator[None]:
@@ -128,7 +174,13 @@ class Pins:
 def repinning(value: object, pins: Pins) -> object:
     """An owned function (method, property) that makes ``pins`` again once it returns: what
     the learner's code changes of given code, on a class or a module, is undone as soon as
-    their call is over, before any given code runs."""
+    their call is over, before any given code runs.
+
+    Only the outermost owned call makes them again: one owned function returning into
+    another (``forward`` calling ``check_ids``) returns into the learner's code, which may
+    run what it likes anyway; whatever given code that code calls gives its results to the
+    learner's, never to a probe. When the last owned call returns, the pins are made again,
+    before the given code or the probe that called it goes on."""
     if isinstance(value, property):
         return property(*(None if f is None else repinning(f, pins)
                           for f in (value.fget, value.fset, value.fdel)), value.__doc__)
@@ -139,10 +191,13 @@ def repinning(value: object, pins: Pins) -> object:
 
     @functools.wraps(value)
     def owned(*args: object, **kwargs: object) -> object:
+        pins.running += 1
         try:
             return value(*args, **kwargs)
         finally:
-            pins.reapply()
+            pins.running -= 1
+            if pins.running <= 0:
+                pins.reapply()
 
     return owned
 
