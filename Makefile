@@ -106,7 +106,7 @@ gradescope: setup            ## build/autograder.zip: upload it to Gradescope as
 IMAGE ?= lumen-grader:latest
 PL_VISIBILITY ?= hidden
 prairielearn: setup          ## build/prairielearn/: the question (info.json, question.html, tests/) and the grading image's Dockerfile
-	$(PY) -m autograder.prairielearn build --out build/prairielearn --image "$(IMAGE)" \
+	$(PY) -m autograder.prairielearn_build build --out build/prairielearn --image "$(IMAGE)" \
 	  --visibility "$(PL_VISIBILITY)" $(if $(PL_TORCH),--torch "$(PL_TORCH)")
 
 nbgrade: setup               ## grade SUBMISSIONS (a folder per learner: lab.ipynb + .py files) through nbgrader, in build/nbgrader

@@ -184,9 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in ("grade-batch", "nbgrade") and not _sandbox_ready(args.sandbox):
         return 2  # before any learner: a batch never grades a class without its sandbox
     if args.command == "nbgrade":
-        from solutions.notebook import NotebookError
-
-        from .nbgrade import NbgradeError
+        from .nbgrade import NbgradeError, NotebookError
         from .nbgrade import run as nbgrade
 
         if not args.submissions.is_dir():

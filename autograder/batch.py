@@ -56,7 +56,7 @@ from lumen.stages import STAGE_NAMES
 from .escape import csv_number, csv_text, markdown_inline, markdown_text, terminal
 from .mistakes import KINDS, kind, mistake_id
 from .report import write_atomic, write_json
-from .untrusted import MAX_NAME, clean_text
+from .untrusted import MAX_NAME
 from .words import counted
 
 REPO = Path(__file__).resolve().parents[1]
@@ -112,28 +112,6 @@ def discover(submissions: Path, skip: tuple[Path, ...] = ()) -> tuple[list[Learn
 # --- the grading process ---------------------------------------------------------------------
 
 
-def syntax_notes(path: Path) -> list[str]:
-    """A note for each submitted file that does not compile ("embeddings.py: SyntaxError at
-    line 7: ..."), as other malformed files get one. Compiled here, never run: the grader
-    reads the source this way anyway (lumen/rules.py)."""
-    import warnings
-
-    from .submission import prepare
-
-    notes = []
-    for name, source in prepare(path).files.items():
-        try:
-            with warnings.catch_warnings():  # SyntaxWarnings are the learner's, not the log's
-                warnings.simplefilter("ignore")
-                compile(source, name, "exec", dont_inherit=True)
-        except SyntaxError as error:  # IndentationError and TabError too
-            notes.append(f"{name}: {type(error).__name__} at line {error.lineno}: "
-                         f"{clean_text(str(error.msg), 200)}")
-        except (ValueError, RecursionError, MemoryError) as error:  # null bytes, deep nesting
-            notes.append(f"{name} cannot be compiled ({type(error).__name__})")
-    return notes
-
-
 def _without_folder(value: object, folder: str) -> object:
     """``value`` with ``folder`` (the submissions folder, an absolute path on the instructor's
     machine) cut out of every string: a learner's files name their submission, not where the
@@ -150,6 +128,7 @@ def _without_folder(value: object, folder: str) -> object:
 def grade_one(grader, job: dict) -> dict:
     """Grade one learner with a warm ``grader``; the files to write, as text."""
     from . import report
+    from .submission import syntax_notes
 
     path = Path(job["path"])
     result = grader.grade(path, stages=job.get("stages"))

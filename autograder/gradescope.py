@@ -9,9 +9,10 @@ scripts and exactly the files a grade reads (``files``): every module it imports
 following the imports from where a grade starts (``ENTRIES``: the grade command, the hidden
 suites pytest collects, the program run in the sandbox), the data files it opens (``DATA``),
 and setup.sh's requirements.txt. So lumen's reference modules are in it (the hidden suites
-compare against them in the grader's process) and the stub maker (solutions/stubber.py), but not the other
-commands' front ends (``OTHER_COMMANDS``), lumen's CLI, figures, page or tokenizer, the
-learners' exercises/, this repository's tests, the nbgrader course source or the handout.
+compare against them in the grader's process) and the stub maker (solutions/stubber.py), but
+not the other commands' front ends (``OTHER_COMMANDS``), lumen's CLI, figures, page or
+tokenizer, the learners' exercises/, this repository's tests, the nbgrader course source or
+the handout.
 tests/test_gradescope.py traces a grade run from the zip (every file opened, in the grader's
 process and in the sandbox) and requires the same list.
 
@@ -56,7 +57,8 @@ DATA = ("autograder/rubric.toml", "autograder/suites/pytest.ini")
 #: What setup.sh reads when Gradescope builds the image.
 SETUP = ("requirements.txt",)
 #: The other commands' front ends: __main__ imports each only inside its own command.
-OTHER_COMMANDS = ("autograder/batch.py", "autograder/nbgrade.py", "autograder/exports.py")
+OTHER_COMMANDS = ("autograder/batch.py", "autograder/nbgrade.py", "autograder/exports.py",
+                  "autograder/shards.py")
 #: What a learner reads on Gradescope when the grader failed on its side: no internals.
 GRADER_FAILED = ("Your submission could not be graded: the autograder failed on its side. "
                  "This is not a verdict on your code, and the 0 shown is not your grade: your "

@@ -264,3 +264,23 @@ def prepare(source: Path) -> Prepared:
         else:  # there but unusable: a stand-in whose import fails with the reason
             prepared.files[name] = UNUSABLE.format(why=prepared.problems[name])
     return prepared
+
+
+def syntax_notes(path: Path) -> list[str]:
+    """A note for each submitted file that does not compile ("embeddings.py: SyntaxError at
+    line 7: ..."), as other malformed files get one. Compiled here, never run: the grader
+    reads the source this way anyway (lumen/rules.py)."""
+    import warnings
+
+    notes = []
+    for name, source in prepare(path).files.items():
+        try:
+            with warnings.catch_warnings():  # SyntaxWarnings are the learner's, not the log's
+                warnings.simplefilter("ignore")
+                compile(source, name, "exec", dont_inherit=True)
+        except SyntaxError as error:  # IndentationError and TabError too
+            notes.append(f"{name}: {type(error).__name__} at line {error.lineno}: "
+                         f"{clean_text(str(error.msg), 200)}")
+        except (ValueError, RecursionError, MemoryError) as error:  # null bytes, deep nesting
+            notes.append(f"{name} cannot be compiled ({type(error).__name__})")
+    return notes

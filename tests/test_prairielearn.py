@@ -22,7 +22,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from autograder import classroom, gradescope, prairielearn
+from autograder import classroom, gradescope, prairielearn, prairielearn_build
 from lumen.stages import SUBMISSION_FILES
 from solutions import release
 from tests.variants.build import make_submission
@@ -194,17 +194,17 @@ def test_the_question_and_the_image(tmp_path):
     image and entry point; question.html uploads the three files and shows the results; the
     image's folder holds the Gradescope zip's files (no tests, no course source) and a
     Dockerfile that installs bubblewrap and the pinned environment."""
-    out = prairielearn.build(tmp_path, image="registry.example/lumen:1", visibility="visible")
-    question = out / "questions" / prairielearn.QUESTION
+    out = prairielearn_build.build(tmp_path, image="registry.example/lumen:1", visibility="visible")
+    question = out / "questions" / prairielearn_build.QUESTION
     info = json.loads((question / "info.json").read_text())
     jsonschema.validate(info, INFO_SCHEMA)
     assert info["externalGradingOptions"]["image"] == "registry.example/lumen:1"
     entry = info["externalGradingOptions"]["entrypoint"].split()
-    assert entry[0].startswith(prairielearn.IMAGE_HOME) and entry[1:4] == ["-m", "autograder",
+    assert entry[0].startswith(prairielearn_build.IMAGE_HOME) and entry[1:4] == ["-m", "autograder",
                                                                          "prairielearn"]
     assert info["externalGradingOptions"]["timeout"] > prairielearn.TIME_LIMIT
-    assert info["uuid"] == json.loads((prairielearn.build(tmp_path / "again") / "questions" /
-                                       prairielearn.QUESTION / "info.json").read_text())["uuid"]
+    again = prairielearn_build.build(tmp_path / "again") / "questions" / prairielearn_build.QUESTION
+    assert info["uuid"] == json.loads((again / "info.json").read_text())["uuid"]
     html = (question / "question.html").read_text()
     files = re.search(r'<pl-file-upload file-names="([^"]+)"', html).group(1)
     assert [f.strip() for f in files.split(",")] == list(SUBMISSION_FILES)
@@ -223,5 +223,9 @@ def test_the_question_and_the_image(tmp_path):
     assert "bubblewrap" in docker and 'ARG TORCH="torch==2.13.0 --index-url ' \
         f'{classroom.CPU_INDEX}"' in docker, "the CPU build: PyPI's Linux wheel is CUDA's"
     assert " $TORCH " in docker and '"$TORCH"' not in docker, "unquoted: requirement, options"
-    assert "-r requirements.txt" in docker and f"WORKDIR {prairielearn.IMAGE_HOME}" in docker
+    assert "-r requirements.txt" in docker and f"WORKDIR {prairielearn_build.IMAGE_HOME}" in docker
     assert "python:3.11" in lines[0]
+    for line in lines:  # docker build fails on a COPY of a file the build folder lacks
+        if line.split()[0] == "COPY":
+            for source in line.split()[1:-1]:
+                assert source == "." or (image / source).is_file(), f"{line}: no {source}"
