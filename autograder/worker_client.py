@@ -15,6 +15,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -234,6 +235,12 @@ class StageSession:
         self.import_errors: dict = {}
         self.printed: list[str] = []  # what the learner's code printed since take_printed()
         self._started: float | None = None  # when start() forked a child not yet heard from
+        #: Reads the child's answer to the submission (its imports) as soon as it comes, while
+        #: earlier stages are graded: the import's time limit is then judged when the answer
+        #: arrived, not when the grader came to look (under load that was after 20 s, and
+        #: correct code was told its import never finished).
+        self._loading: threading.Thread | None = None
+        self._loaded: tuple[object, BaseException | None] = (None, None)
         self.timeouts = 0  # probes of this stage that ran out of time
         #: hidden tests' verdicts (None: passed) for the tests that build on them
         #: (``feedback.remembered``)
@@ -245,6 +252,10 @@ class StageSession:
         if self.pid is not None:
             self.worker.kill_child(self.pid)
         if self.sock is not None:
+            try:  # wakes a _loading thread blocked on it, before the descriptor is gone
+                self.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
             self.sock.close()
         self.sock = self.pid = None
 
@@ -284,6 +295,21 @@ class StageSession:
         except (TimeoutError, EOFError, ConnectionError, OSError, protocol.ProtocolError,
                 ValueError):
             self._drop()  # _open reports it, when the stage is graded
+            return
+        self._loading = threading.Thread(target=self._await_loaded, args=(self.sock, deadline),
+                                         name=f"lumen-{self.stage}-import", daemon=True)
+        self._loading.start()
+
+    def _await_loaded(self, sock: socket.socket, deadline: float) -> None:
+        """The child's answer to the submission, or what reading it raised, by ``deadline``
+        (in its own thread: ``start``). Only this thread reads ``sock`` until ``_open``
+        has joined it."""
+        from .sandboxed import protocol
+
+        try:
+            self._loaded = (protocol.recv(sock, deadline), None)
+        except BaseException as exc:  # noqa: BLE001 - handed to _open, which judges it
+            self._loaded = (None, exc)
 
     def _open(self) -> Outcome | None:
         """Connect and load the submission; an Outcome if that already failed."""
@@ -292,10 +318,18 @@ class StageSession:
         self.start()
         deadline = self._import_deadline()
         self._started = None
+        loading, self._loading = self._loading, None
         try:
             if self.sock is None:
                 raise ConnectionError("the stage's process could not be started")
-            hello = protocol.recv(self.sock, deadline)
+            if loading is None:
+                hello = protocol.recv(self.sock, deadline)
+            else:  # it ends by the deadline: protocol.recv's own
+                loading.join()
+                hello, failed = self._loaded
+                self._loaded = (None, None)
+                if failed is not None:
+                    raise failed
         except TimeoutError:
             self._drop()
             return Outcome(timed_out=True, crashed="importing the submission did not finish "
