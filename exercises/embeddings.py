@@ -390,9 +390,8 @@ def analogy(
     Args:
         E: the embedding table, ``(V, d)``; left as it was. Build the query out of place:
             ``E[b]`` is a view of row b, so ``q = E[b]; q -= E[a]`` would change the table.
-        a, b, c: row indices, each as ``cosine_neighbours``' token: an int or a 0-d tensor of
-            any integer dtype (``int(a)``). They need not differ: ``analogy(E, a, a, c)`` is
-            a question too.
+        a, b, c: row indices (ints). They need not differ: ``analogy(E, a, a, c)`` is a
+            question too.
         k: how many answers to return, 1 unless given: from 1 to the number of rows that may
             be returned (V without the distinct inputs when they are excluded, so V - 2 for
             ``analogy(E, a, a, c)``; V otherwise).

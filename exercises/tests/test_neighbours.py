@@ -140,24 +140,19 @@ def test_a_token_may_be_a_0d_integer_tensor(embeddings, dtype):
 
 @pytest.mark.parametrize(("dtype", "V"), [(torch.uint8, 300), (torch.int8, 200)], ids=str)
 def test_a_token_at_the_edge_of_its_dtype(embeddings, dtype, V):
-    """A 0-d tensor holding the largest value of its dtype is a row index of a larger table,
-    as the token and as the analogy's inputs."""
+    """A 0-d tensor holding the largest value of its dtype is a row index of a larger table."""
     E = torch.randn(V, 16, generator=torch.Generator().manual_seed(5))
     top = torch.iinfo(dtype).max
     fix = (f"torch.tensor({top}, dtype={dtype}) is row {top} of a {V}-row table, but {V} does "
            f"not fit in {dtype}: compared as it is, the tensor wraps around (in uint8, 250 >= "
-           "300 is True). Take int(token) (int(a), int(b), int(c)) and compare that")
-    a, b, c = (torch.tensor(i, dtype=dtype) for i in (top, top - 1, top - 2))
+           "300 is True). Take int(token) and compare that")
     try:
         ids, _ = embeddings.cosine_neighbours(E, torch.tensor(top, dtype=dtype), 3)
-        answers, _ = embeddings.analogy(E, a, b, c, k=2)
     except NotImplementedError:
         raise
     except Exception as error:
         pytest.fail(f"{type(error).__name__}: {error}\n{fix}")
     assert ids.tolist() == ranked(E, E[top], exclude=[top], k=3), fix
-    query = E[top - 1] - E[top] + E[top - 2]
-    assert answers.tolist() == ranked(E, query, exclude=[top, top - 1, top - 2], k=2), fix
 
 
 def test_float64_tables_keep_float64_sims(embeddings):

@@ -18,8 +18,8 @@ ANALOGY = "embeddings:analogy"
 
 DEVICES = "on every device of the run (the GPU, else the meta device with its values kept)"
 TABLE = "a (25, 8) table with rows 1/16 to 16 long, its deciding scores 1e-3 apart"
-EDGES = ("a 0-d token (and analogy's a, b, c) at the largest value of int8 (127 of 200 rows), "
-         "uint8 (255 of 300) and int16 (32767 of 33,000)")
+EDGES = ("a 0-d token at the largest value of int8 (127 of 200 rows), uint8 (255 of 300) and "
+         "int16 (32767 of 33,000)")
 
 PROMISES: list[Promise] = [
     # cosine_similarity
@@ -121,10 +121,10 @@ PROMISES: list[Promise] = [
             "of place", "a (12, 5) table: the table afterwards (structural); its values in "
             "every later call", "test_neighbours.py::test_inputs_are_left_unchanged",
             "test_neighbours.py::test_inputs_are_left_unchanged"),
-    Promise(ANALOGY, "a, b, c: row indices, each as ``cosine_neighbours``' token: an int or a "
-            "0-d tensor of any integer dtype", f"ints on (20, 6) tables; {EDGES}",
-            "test_neighbours.py::test_neighbours_match_reference",
-            "test_neighbours.py::test_a_token_at_the_edge_of_its_dtype"),
+    Promise(ANALOGY, "a, b, c: row indices (ints).",
+            "ints on (20, 6) and (9, 4) tables, every path of the analogy",
+            "test_neighbours.py::test_analogy_direction",
+            "test_neighbours.py::test_analogy_needs_the_exclusion"),
     Promise(ANALOGY, "They need not differ: ``analogy(E, a, a, c)`` is a question too.",
             "analogy(E, a, a, c, k) on a (9, 4) table, k = V - 2 (all) and past it",
             "test_neighbours.py::test_k_out_of_range_refused",
