@@ -265,6 +265,15 @@ def _cosine_mistake(out: torch.Tensor, expected: torch.Tensor, a: torch.Tensor,
                        f"{_show(expected)}: the dot product grows with the lengths; divide by "
                        "both lengths, cos = a.b / (|a| |b|), so a row 4 times longer in the same "
                        "direction still scores 1")
+    dot, lengths = (a * b).sum(-1).double(), (a.norm(dim=-1) * b.norm(dim=-1)).double()
+    for wrong, how in ((dot / (lengths + 1e-8), "eps was added to the product of the lengths"),
+                       (dot / lengths.clamp_min(1e-8), "eps bounded the product of the "
+                        "lengths")):
+        if torch.allclose(out.double(), wrong, rtol=1e-6, atol=1e-9):
+            return Mistake(f"{what}: got {_show(out)}, expected {_show(expected)}: {how}, so a "
+                           "short vector scores wrong. eps is the least length of each vector, "
+                           "each length on its own: divide a by max(|a|, eps) and b by "
+                           "max(|b|, eps) (norm.clamp_min(eps))")
     return Mistake(f"{what}: got {_show(out)}, expected {_show(expected)} (the cosine of each "
                    "pair: a.b / (|a| |b|), 1 for the same direction and -1 for the opposite "
                    "one, whatever the lengths)")

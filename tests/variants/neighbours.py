@@ -127,6 +127,13 @@ MISTAKES = {
         '''},
         "test_k_out_of_range_refused", "two distinct inputs",
     ),
+    "eps added to the product of the lengths (a.b / (|a| |b| + eps))": (
+        {"embeddings:cosine_similarity": '''
+            def cosine_similarity(a, b, eps=1e-8):
+                return (a * b).sum(-1) / (a.norm(dim=-1) * b.norm(dim=-1) + eps)
+        '''},
+        "test_cosine_similarity_values", "eps is the least length of each vector",
+    ),
     "float32 sims from a float64 table": (
         {"embeddings:cosine_neighbours": '''
             def cosine_neighbours(E, token, k):
