@@ -171,6 +171,8 @@ class Embedding(nn.Module):
             ids: token ids of any shape ``(...)`` (a single 0-d id too), each in
                 ``[0, vocab_size)``, of any integer dtype: plain ``weight[ids]`` refuses int8
                 and int16 ids and reads uint8 ids as a mask, so widen them with ``.long()``.
+                Every value the dtype holds is an id: uint8 ids of a 300-row table go up to
+                255 (compared in uint8, ``ids >= 300`` wraps and is True for every id).
                 Contiguous or not (flatten with ``reshape``, not ``view``), and left as they
                 were (``ids.long()`` of int64 ids is ``ids`` itself: nothing in place on it).
 
@@ -207,7 +209,8 @@ def check_ids(ids: Tensor, vocab_size: int) -> None:
 
     Args:
         ids: token ids, a tensor of any shape ``(...)`` and any integer dtype (int8, int16,
-            int32, int64, uint8: compare them as int64, ``ids.long()``).
+            int32, int64, uint8: compare them as int64, ``ids.long()``, since ``vocab_size``
+            may not fit in theirs: compared in uint8, ``250 >= 300`` is True).
         vocab_size: V, the number of rows; valid ids are ``0 <= id < V``.
 
     Raises:
@@ -278,6 +281,9 @@ def one_hot(ids: Tensor, num_classes: int, dtype: torch.dtype = torch.float32) -
         ids: token ids of any shape ``(...)`` (a single 0-d id too), each in
             ``[0, num_classes)``, of any integer dtype (``scatter_`` wants int64 indices and
             indexing reads uint8 as a mask: widen them with ``.long()``), contiguous or not.
+            ``num_classes`` may not fit in the ids' dtype (uint8 ids up to 255 with 300
+            classes): compare and count in int64, not in theirs (``torch.arange(300,
+            dtype=torch.uint8)`` wraps).
             Left as they were: no ``ids.unsqueeze_(-1)`` (``ids.long()`` of int64 ids is
             ``ids`` itself).
         num_classes: V, the length of each one-hot vector. Always given, never guessed from
@@ -403,14 +409,16 @@ def cosine_neighbours(E: Tensor, token: int | Tensor, k: int) -> tuple[Tensor, T
         E: the embedding table, ``(V, d)``; left as it was (never normalised in place).
         token: a row index, whose own row is excluded by index, so a duplicate of that row
             still counts as a neighbour: an int, or a 0-d tensor of any integer dtype (take
-            ``int(token)``: as an index, a uint8 tensor would read as a mask). Or a query
-            vector ``(d,)``, in which case nothing is excluded.
+            ``int(token)``: as an index, a uint8 tensor would read as a mask, and compared
+            with V as it is, a uint8 250 is ``>= 300``). Or a query vector ``(d,)``, in which
+            case nothing is excluded.
         k: how many neighbours to return: from 1 to the number of rows that may be returned,
             both included (V - 1 for a token, V for a query vector).
 
     Returns:
-        ``(ids, sims)``: ``ids`` a LongTensor ``(k,)`` and ``sims`` ``(k,)``, by descending
-        similarity, ties broken by the smaller id.
+        ``(ids, sims)``: ``ids`` a LongTensor ``(k,)`` and ``sims`` ``(k,)`` in ``E``'s dtype
+        (float64 stays float64, as ``cosine_similarity``), by descending similarity, ties
+        broken by the smaller id.
 
     Raises:
         ValueError: ``k`` is not from 1 to the number of rows that may be returned.
@@ -442,9 +450,11 @@ def analogy(
     Args:
         E: the embedding table, ``(V, d)``; left as it was. Build the query out of place:
             ``E[b]`` is a view of row b, so ``q = E[b]; q -= E[a]`` would change the table.
-        a, b, c: row indices.
+        a, b, c: row indices (ints). They need not differ: ``analogy(E, a, a, c)`` is a
+            question too.
         k: how many answers to return, 1 unless given: from 1 to the number of rows that may
-            be returned (V without the distinct inputs when they are excluded, V otherwise).
+            be returned (V without the distinct inputs when they are excluded, so V - 2 for
+            ``analogy(E, a, a, c)``; V otherwise).
         exclude_inputs: leave ``a``, ``b`` and ``c`` out of the answers (the standard test);
             with ``False`` they are candidates like any other row.
 

@@ -126,14 +126,7 @@ def test_the_parser_finds_each_kind_of_promise():
     assert "compare them as int64" in ids.text and "vocab_size" not in ids.where
 
 
-#: Stages whose table is still to be written (issue 16): their case is expected to fail, and
-#: strictly, so that it turns red the moment the table is there and this line is stale.
-NOT_YET = {"embedding", "onehot", "neighbours"}
-
-
-@pytest.mark.parametrize("name", [
-    pytest.param(s, marks=pytest.mark.xfail(strict=True, reason="its table is not written yet"))
-    if s in NOT_YET else s for s in STAGE_NAMES])
+@pytest.mark.parametrize("name", STAGE_NAMES)
 def test_every_promise_has_a_row_and_every_row_a_check(name):
     rows = stage_promises(name)
     assert rows, (f"stage {name!r} has no table of promises yet: write "

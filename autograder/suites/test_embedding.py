@@ -41,6 +41,7 @@ from autograder.suites.feedback import (
     unwrap_meta,
     verdict_of,
 )
+from autograder.suites.promises.sweeps import EDGE_VOCAB, edge_ids, top_id, wrap_hint
 
 if TYPE_CHECKING:
     from autograder.worker_client import Outcome
@@ -62,7 +63,8 @@ VISIBLE: dict[str, tuple[str, ...]] = {
     "test_meta_device_and_dtypes": ("test_output_keeps_the_weights_dtype_and_device",),
     "test_out_of_range_ids_are_refused": ("test_ids_outside_the_vocabulary_raise",),
     "test_non_integer_ids_are_refused": ("test_check_ids_refuses_what_is_not_integer_ids",),
-    "test_integer_dtypes_accepted": ("test_every_integer_dtype_and_layout",),
+    "test_integer_dtypes_accepted": ("test_every_integer_dtype_and_layout",
+                                     "test_ids_at_the_edges_of_their_dtype"),
     "test_repeated_ids_accumulate_gradients": ("test_repeated_ids_add_up_their_gradients",),
     "test_scale_is_applied_once": ("test_forward_returns_its_rows_through_scale_output",),
     "test_no_builtin_embedding": ("test_the_lookup_is_written_by_hand",),
@@ -255,11 +257,18 @@ def test_out_of_range_ids_are_refused(learner, seed, gen):
     cases = [(-1, "a negative id (-1): plain indexing would silently return the last row"),
              (-V, f"a negative id (-{V}): plain indexing would silently return row 0"),
              (V, f"id {V}, one past the last row (ids go from 0 to {V - 1})")]
+    # the ends of the narrow dtypes' ranges: ids of every integer dtype are checked alike
+    edges = [(torch.iinfo(dtype).min if dtype != torch.uint8 else 255, dtype)
+             for dtype in (torch.int8, torch.uint8, torch.int16, torch.int64)]
+    cases += [(bad, f"{dtype} ids holding {bad}, the end of {dtype}'s range (ids of every "
+               "integer dtype are checked, as int64)") for bad, dtype in edges]
+    dtypes = [torch.int64] * 3 + [dtype for _, dtype in edges] + [torch.int64]
     past = V + int(torch.randint(1, 40, (), generator=gen))  # this run's own
     cases.append((past, "a single id (a 0-D tensor) past the last row"))
-    for n, (bad, why) in enumerate(cases):
+    for n, ((bad, why), dtype) in enumerate(zip(cases, dtypes, strict=True)):
         ids = torch.randint(0, V, (2, 4), generator=gen)
         ids[1, int(torch.randint(0, 4, (1,), generator=gen))] = bad
+        ids = ids.to(dtype)
         if n == len(cases) - 1:
             ids = torch.tensor(bad)  # one id, no batch: the check must not skip it
         by_name = 0 if n == 2 else None  # check_ids(ids=..., vocab_size=...) once
@@ -295,9 +304,12 @@ def test_non_integer_ids_are_refused(learner, seed, gen):
 
 
 def test_integer_dtypes_accepted(learner, seed, gen):
-    """ids of every integer dtype, contiguous or not, give the rows weight[ids]
+    """ids of every integer dtype, contiguous or not, give the rows weight[ids], up to the
+    largest value their dtype holds
 
-    int8, int16, int32, int64 and uint8; transposed and strided ids."""
+    int8, int16, int32, int64 and uint8; transposed and strided ids; then each dtype on a table
+    larger than its range (uint8 ids up to 255 of a 300-row table), through forward and
+    check_ids on its own."""
     V, d = 120, 4
     weight = torch.randn(V, d, generator=gen)
     ids = torch.randint(0, V, (3, 4), generator=gen)
@@ -322,6 +334,39 @@ def test_integer_dtypes_accepted(learner, seed, gen):
         if not torch.equal(out, expected):
             raise Mistake(f"{what}: rows differ from the int64 lookup "
                           f"{first_difference(out, expected)}")
+    _integer_dtypes_at_their_edges(learner, seed, gen)
+
+
+def _integer_dtypes_at_their_edges(learner, seed: int, gen: torch.Generator) -> None:
+    """Ids up to the largest value of their dtype, on a table larger than that dtype's range
+    where one fits (``sweeps.EDGE_VOCAB``): every one is valid, and a check made in the ids'
+    own dtype wraps around and refuses them. Through forward, then check_ids on its own."""
+    for dtype, V in EDGE_VOCAB.items():
+        weight = torch.randn(V, 2, generator=gen)
+        ids = edge_ids(gen, dtype, V, (2, 4))
+        shown = f"{dtype} ids {ids.tolist()} (the largest, {top_id(dtype, V)}, a valid id)"
+        what = f"Embedding({V}, 2) on {shown}"
+        outcome = learner.call("embedding_forward", seed=seed, vocab_size=V, d_model=2,
+                               weight=weight, ids=ids)
+        _valid_ids_refused(outcome, what, dtype, V)
+        expected = _reference(weight, ids)
+        out = expect_tensor(unwrap(outcome, what, MODULE)["out"], what, like=expected)
+        if not torch.equal(out, expected):
+            raise Mistake(f"{what}: rows differ from the int64 lookup "
+                          f"{first_difference(out, expected)}")
+        what = f"check_ids({shown}, {V})"
+        outcome = learner.call("embedding_check_ids", seed=seed, ids=ids, vocab_size=V)
+        _valid_ids_refused(outcome, what, dtype, V)
+        unwrap(outcome, what, MODULE)
+
+
+def _valid_ids_refused(outcome, what: str, dtype: torch.dtype, V: int) -> None:
+    """A Mistake when a call on valid ids of ``dtype`` (a vocabulary of ``V``) raised."""
+    error = outcome.error
+    if error is not None and not error.get("not_implemented"):
+        raise Mistake(f"{what} raised {describe_error(error)}: every id from 0 to {V - 1} is "
+                      "valid, whatever the ids' dtype"
+                      + (wrap_hint(dtype, V) or "; widen them with ids.long()"))
 
 
 def test_repeated_ids_accumulate_gradients(learner, seed, gen):

@@ -28,6 +28,7 @@ from autograder.suites.feedback import (
     expect_unchanged,
     unwrap,
 )
+from autograder.suites.promises.sweeps import EDGE_VOCAB, top_id, wrap_hint, wraps
 from lumen import embeddings as ref
 
 STAGE = "neighbours"
@@ -47,8 +48,11 @@ VISIBLE: dict[str, tuple[str, ...]] = {
     "test_cosine_similarity_broadcasts": ("test_cosine_similarity_broadcasts",),
     "test_zero_vectors_score_zero": ("test_a_zero_vector_scores_zero_not_nan",),
     "test_neighbours_match_reference": ("test_neighbours_rank_by_cosine_and_leave_out_the_token",
-                                        "test_a_token_may_be_a_0d_integer_tensor"),
-    "test_k_out_of_range_refused": ("test_k_from_one_to_the_rows_that_may_be_returned",),
+                                        "test_a_token_may_be_a_0d_integer_tensor",
+                                        "test_a_token_at_the_edge_of_its_dtype",
+                                        "test_float64_tables_keep_float64_sims"),
+    "test_k_out_of_range_refused": ("test_k_from_one_to_the_rows_that_may_be_returned",
+                                    "test_analogy_with_an_input_given_twice"),
     "test_query_excluded_by_index": ("test_a_copy_of_the_token_still_counts",),
     "test_ties_go_to_smaller_id": ("test_ties_go_to_the_smaller_id",),
     "test_query_vector_excludes_nothing": ("test_a_query_vector_leaves_nothing_out",),
@@ -261,6 +265,15 @@ def _cosine_mistake(out: torch.Tensor, expected: torch.Tensor, a: torch.Tensor,
                        f"{_show(expected)}: the dot product grows with the lengths; divide by "
                        "both lengths, cos = a.b / (|a| |b|), so a row 4 times longer in the same "
                        "direction still scores 1")
+    dot, lengths = (a * b).sum(-1).double(), (a.norm(dim=-1) * b.norm(dim=-1)).double()
+    for wrong, how in ((dot / (lengths + 1e-8), "eps was added to the product of the lengths"),
+                       (dot / lengths.clamp_min(1e-8), "eps bounded the product of the "
+                        "lengths")):
+        if torch.allclose(out.double(), wrong, rtol=1e-6, atol=1e-9):
+            return Mistake(f"{what}: got {_show(out)}, expected {_show(expected)}: {how}, so a "
+                           "short vector scores wrong. eps is the least length of each vector, "
+                           "each length on its own: divide a by max(|a|, eps) and b by "
+                           "max(|b|, eps) (norm.clamp_min(eps))")
     return Mistake(f"{what}: got {_show(out)}, expected {_show(expected)} (the cosine of each "
                    "pair: a.b / (|a| |b|), 1 for the same direction and -1 for the opposite "
                    "one, whatever the lengths)")
@@ -395,7 +408,9 @@ def test_neighbours_match_reference(learner, seed, gen, devices):
     """cosine_neighbours returns the k most similar rows, largest cosine first, with their sims
 
     For k = 1 to every row but the token's; the token an int or a 0-d tensor of any integer
-    dtype; called by position and by name."""
+    dtype, up to the largest value it holds on a table larger than that (a uint8 255 of a
+    300-row table); a float64 table's sims stay float64 (the analogy's too); called by position
+    and by name."""
     V, d = 25, 8
     t = [int(i) for i in torch.randperm(V, generator=gen)[:3]]
     cases = [(t[0], 5, None), (t[1], 1, None), (t[2], V - 1, None), (t[0], 4, 0)]
@@ -410,6 +425,49 @@ def test_neighbours_match_reference(learner, seed, gen, devices):
         for device in devices:
             ids, sims, what, _ = _neighbours(learner, seed, E, token, k, device, positional)
             _token_compare(ids, sims, E, token, k, what)
+    _tokens_at_their_edges(learner, seed, gen)
+    _float64_stays_float64(learner, seed, E.double(), t[0])
+
+
+#: What to do with a 0-d tensor token whose dtype cannot hold V.
+AS_INT = "take int(token) and compare that with E.shape[0]"
+
+
+def _tokens_at_their_edges(learner, seed: int, gen: torch.Generator) -> None:
+    """A token as a 0-d tensor at the largest value of a narrow dtype, on a table larger than
+    that dtype's range (``sweeps.EDGE_VOCAB``): a valid row index, which a check made in the
+    tensor's own dtype refuses (in uint8, 255 >= 300 is True)."""
+    k, d = 3, 32
+    for dtype, V in EDGE_VOCAB.items():
+        if not wraps(dtype, V):
+            continue
+        top = top_id(dtype, V)
+        E = _clear_table(gen, V, d, lambda E, top=top: _clear(ref.cosine_similarity(E, E[top]),
+                                                               k, [top]))
+        token = torch.tensor(top, dtype=dtype)
+        hint = wrap_hint(dtype, V, "V", AS_INT)
+        try:
+            ids, sims, what, _ = _neighbours(learner, seed, E, token, k)
+            _token_compare(ids, sims, E, token, k, what)
+        except NotImplementedYet:
+            raise
+        except Mistake as mistake:
+            raise Mistake(f"{mistake}{hint}") from None
+
+
+def _float64_stays_float64(learner, seed: int, E: torch.Tensor, token: int) -> None:
+    """The sims of a float64 table are float64, as cosine_similarity's (no .float())."""
+    a, b, c = ((token + i) % E.shape[0] for i in (1, 2, 3))
+    for name, (_, _, what, result) in (
+        ("cosine_neighbours", _neighbours(learner, seed, E, token, 3)),
+        ("analogy", _analogy(learner, seed, E, a, b, c, 3)),
+    ):
+        got = result["sims"].dtype
+        if got != torch.float64:
+            raise Mistake(f"{what} on a float64 table: sims have dtype {got}, expected "
+                          f"torch.float64: {name}'s sims are cosine_similarity's, in the "
+                          "table's dtype (no .float(), no float32 buffer), so float64 keeps "
+                          "its precision")
 
 
 def _k_refused(learner, seed: int, probe: str, arguments: dict, what: str, allowed: int,
@@ -435,8 +493,9 @@ def _k_accepted(ids: torch.Tensor, sims: torch.Tensor, E: torch.Tensor, query: t
 def test_k_out_of_range_refused(learner, seed, gen):
     """k goes from 1 to the number of rows that may be returned, through every path; else ValueError
 
-    The paths: a token, a query vector, the analogy with and without its inputs. Both ends of
-    the range work (k = all those rows returns them all)."""
+    The paths: a token, a query vector, the analogy with and without its inputs, and with an
+    input given twice (analogy(E, a, a, c): two distinct inputs). Both ends of the range work
+    (k = all those rows returns them all)."""
     V, d = 9, 4
     E = torch.randn(V, d, generator=gen)
     token, a, b, c = (int(i) for i in torch.randperm(V, generator=gen)[:4])
@@ -451,6 +510,9 @@ def test_k_out_of_range_refused(learner, seed, gen):
         ("analogy", {"E": E, "a": a, "b": b, "c": c}, f"analogy(E {V} x {d}, {a}, {b}, {c}, "
          "k={k})", E[b] - E[a] + E[c], [i for i in range(V) if i not in inputs],
          "every row but the three inputs"),
+        ("analogy", {"E": E, "a": a, "b": a, "c": c}, f"analogy(E {V} x {d}, {a}, {a}, {c}, "
+         "k={k})", E[c], [i for i in range(V) if i not in (a, c)],
+         f"every row but the two distinct inputs: {a} is given twice, and left out once"),
         ("analogy", {"E": E, "a": a, "b": b, "c": c, "exclude_inputs": False},
          f"analogy(E {V} x {d}, {a}, {b}, {c}, k={{k}}, exclude_inputs=False)", E[b] - E[a] + E[c],
          list(range(V)), "every row: with exclude_inputs=False nothing is excluded"),

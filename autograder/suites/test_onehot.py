@@ -37,6 +37,7 @@ from autograder.suites.feedback import (
     unwrap,
     unwrap_meta,
 )
+from autograder.suites.promises.sweeps import EDGE_VOCAB, edge_ids, top_id, wrap_hint
 from lumen import embeddings as ref
 
 if TYPE_CHECKING:
@@ -44,7 +45,13 @@ if TYPE_CHECKING:
 
 STAGE = "onehot"
 MODULE = "embeddings"
-SHAPES = {(): "a single id (0-D)", (6,): "a sequence (1-D)", (2, 5): "a batch (2-D)"}
+SHAPES = {(): "a single id (0-D)", (6,): "a sequence (1-D)", (2, 5): "a batch (2-D)",
+          (0,): "no ids at all (empty)"}
+#: The vocabularies of the sweep at the edges of the ids' dtypes, at most LARGEST classes: a
+#: one-hot may be built from the rows of a V x V identity, which 33,000 classes would make
+#: 4 GB, so int16's range is passed only by stages embedding and neighbours.
+LARGEST = 1_000
+EDGES = {dtype: min(V, LARGEST) for dtype, V in EDGE_VOCAB.items()}
 INTEGER_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 ONE_HOT = "one_hot(ids, num_classes, dtype=torch.float32)"
 EMBED = "embed_via_onehot(weight, ids)"
@@ -59,7 +66,8 @@ VISIBLE: dict[str, tuple[str, ...]] = {
     "test_one_hot_written_by_hand": ("test_one_hot_is_written_by_hand",),
     "test_one_hot_dtype": ("test_one_hot_matches_pytorch", "test_one_hot_dtype"),
     "test_one_hot_device": ("test_results_follow_the_inputs_device",),
-    "test_integer_ids_accepted": ("test_every_integer_dtype_and_layout",),
+    "test_integer_ids_accepted": ("test_every_integer_dtype_and_layout",
+                                  "test_ids_at_the_edges_of_their_dtype"),
     "test_embed_via_onehot_is_the_lookup": ("test_embed_via_onehot_selects_rows",
                                             "test_embed_via_onehot_keeps_the_weights_dtype"),
     "test_embed_via_onehot_dtype_and_device": ("test_embed_via_onehot_keeps_the_weights_dtype",
@@ -244,9 +252,11 @@ def _dtype_mistake(outcome, what: str, layout: str | None) -> None:
 
 
 def test_integer_ids_accepted(learner, seed, gen):
-    """one_hot and embed_via_onehot take ids of every integer dtype, contiguous or not
+    """one_hot and embed_via_onehot take ids of every integer dtype, contiguous or not, up to
+    the largest value their dtype holds
 
-    int8, int16, int32, int64 and uint8; transposed and strided ids."""
+    int8, int16, int32, int64 and uint8; transposed and strided ids; then each dtype with more
+    classes than its range holds where one fits (uint8 ids up to 255 with 300 classes)."""
     V, d = 9, 3
     ids = _ids(gen, V, (3, 4))
     weight = torch.randn(V, d, generator=gen)
@@ -267,6 +277,37 @@ def test_integer_ids_accepted(learner, seed, gen):
         out = expect_tensor(unwrap(outcome, what, MODULE)["out"], what, like=weight[ids])
         if not torch.equal(out, weight[ids]):
             raise _differs(out, weight, ids, what)
+    _integer_ids_at_their_edges(learner, seed, gen)
+
+
+def _integer_ids_at_their_edges(learner, seed: int, gen: torch.Generator) -> None:
+    """Ids up to the largest value of their dtype, with more classes than that dtype holds
+    where one fits (``EDGES``): every one is valid, and a comparison or an arange made in the
+    ids' own dtype wraps around. The last class stays out, as in ``_ids``."""
+    for dtype, V in EDGES.items():
+        ids = edge_ids(gen, dtype, V, (2, 3), last=V - 2)
+        shown = f"{dtype} ids {ids.tolist()} (the largest, {top_id(dtype, V, V - 2)}, a valid id)"
+        weight = torch.randn(V, 2, generator=gen)
+        for probe, arguments, what in (
+            ("one_hot", {"num_classes": V}, f"one_hot({shown}, {V})"),
+            ("embed_via_onehot", {"weight": weight}, f"embed_via_onehot(weight {V} x 2, {shown})"),
+        ):
+            outcome = learner.call(probe, seed=seed, ids=ids, **arguments)
+            error = outcome.error
+            if error is not None and not error.get("not_implemented"):
+                raise Mistake(f"{what} raised {describe_error(error)}: every id from 0 to "
+                              f"{V - 1} is valid, whatever the ids' dtype"
+                              + (wrap_hint(dtype, V, "num_classes") or "; widen them with "
+                                 "ids.long()"))
+            out = expect_tensor(unwrap(outcome, what, MODULE)["out"], what, device="cpu")
+            if probe == "one_hot":
+                _check_shape(out, ids, V, what)
+                _check_rows(out, ids, V, what + wrap_hint(dtype, V, "num_classes"))
+            else:
+                expect_tensor(out, what, like=weight[ids.long()])
+                if not torch.equal(out, weight[ids.long()]):
+                    raise Mistake(f"{_differs(out, weight, ids.long(), what)}"
+                                  f"{wrap_hint(dtype, V, 'num_classes')}")
 
 
 def _embed(learner, seed: int, weight: torch.Tensor, ids: torch.Tensor, device: str = "cpu",

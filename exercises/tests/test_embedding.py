@@ -82,12 +82,37 @@ def test_every_integer_dtype_and_layout(embeddings, dtype, layout):
     ids = torch.randint(0, 100, (3, 5))
     if layout == "transposed":
         ids = ids.T.contiguous().T  # the same values, stored column by column
-    out = emb(ids.to(dtype))
-    assert torch.equal(out, F.embedding(ids, emb.weight)), (
-        f"{dtype} ids ({layout}) should give the same rows as int64 ids: widen them with "
-        ".long() (plain weight[ids] refuses int8 and int16 and reads uint8 as a mask), and "
-        "flatten with reshape, not view (which fails on non-contiguous ids)"
-    )
+    fix = (f"{dtype} ids ({layout}) should give the same rows as int64 ids: widen them with "
+           ".long() (plain weight[ids] refuses int8 and int16 and reads uint8 as a mask), and "
+           "flatten with reshape, not view (which fails on non-contiguous ids)")
+    try:
+        out = emb(ids.to(dtype))
+    except NotImplementedError:
+        raise
+    except Exception as error:  # PyTorch's own message does not say what to do: this does
+        pytest.fail(f"{type(error).__name__}: {error}\n{fix}")
+    assert torch.equal(out, F.embedding(ids, emb.weight)), fix
+
+
+@pytest.mark.parametrize(("dtype", "V"), [(torch.uint8, 300), (torch.int8, 200),
+                                          (torch.int16, 33_000)], ids=str)
+def test_ids_at_the_edges_of_their_dtype(embeddings, dtype, V):
+    """Every value the ids' dtype holds is an id when the table is large enough."""
+    emb = embeddings.Embedding(V, 3)
+    top = torch.iinfo(dtype).max
+    ids = torch.tensor([[top, 0], [top - 1, 5]], dtype=dtype)
+    fix = (f"{dtype} ids up to {top} are all valid ids of a {V}-row table, but {V} does not "
+           f"fit in {dtype}: a comparison made in the ids' own dtype wraps around (in uint8, "
+           "250 >= 300 is True). Compare them as int64 (ids.long() >= vocab_size) in check_ids, "
+           "and look up with ids.long()")
+    try:
+        embeddings.check_ids(ids, V)
+        out = emb(ids)
+    except NotImplementedError:
+        raise
+    except Exception as error:
+        pytest.fail(f"{type(error).__name__}: {error}\n{fix}")
+    assert torch.equal(out, F.embedding(ids.long(), emb.weight)), fix
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16], ids=str)

@@ -138,6 +138,43 @@ def test_a_token_may_be_a_0d_integer_tensor(embeddings, dtype):
     )
 
 
+@pytest.mark.parametrize(("dtype", "V"), [(torch.uint8, 300), (torch.int8, 200)], ids=str)
+def test_a_token_at_the_edge_of_its_dtype(embeddings, dtype, V):
+    """A 0-d tensor holding the largest value of its dtype is a row index of a larger table."""
+    E = torch.randn(V, 16, generator=torch.Generator().manual_seed(5))
+    top = torch.iinfo(dtype).max
+    fix = (f"torch.tensor({top}, dtype={dtype}) is row {top} of a {V}-row table, but {V} does "
+           f"not fit in {dtype}: compared as it is, the tensor wraps around (in uint8, 250 >= "
+           "300 is True). Take int(token) and compare that")
+    try:
+        ids, _ = embeddings.cosine_neighbours(E, torch.tensor(top, dtype=dtype), 3)
+    except NotImplementedError:
+        raise
+    except Exception as error:
+        pytest.fail(f"{type(error).__name__}: {error}\n{fix}")
+    assert ids.tolist() == ranked(E, E[top], exclude=[top], k=3), fix
+
+
+def test_float64_tables_keep_float64_sims(embeddings):
+    E = torch.randn(12, 5, dtype=torch.float64)
+    for name, (_, sims) in (("cosine_neighbours", embeddings.cosine_neighbours(E, 3, 4)),
+                            ("analogy", embeddings.analogy(E, 0, 1, 2, k=4))):
+        assert sims.dtype == torch.float64, (
+            f"{name} on a float64 table returned {sims.dtype} sims: they are cosine_similarity's, "
+            "in the table's dtype (no .float()), so float64 keeps its precision")
+
+
+def test_analogy_with_an_input_given_twice(embeddings):
+    E = torch.randn(9, 4)
+    ids, _ = embeddings.analogy(E, 0, 0, 5, k=7)  # 9 rows, 2 distinct inputs: 7 may be returned
+    assert sorted(ids.tolist()) == [1, 2, 3, 4, 6, 7, 8], (
+        f"analogy(E, 0, 0, 5, k=7) on 9 rows returned {ids.tolist()}: the inputs are 0 and 5 "
+        "(0 given twice), so every other row, 7 of them, may be returned; count the distinct "
+        "inputs (len({a, b, c})), not three")
+    with pytest.raises(ValueError):
+        embeddings.analogy(E, 0, 0, 5, k=8)
+
+
 def test_k_from_one_to_the_rows_that_may_be_returned(embeddings):
     E = torch.randn(9, 4)
     paths = {  # what may be returned: every row but the token's; every row; all but a, b, c

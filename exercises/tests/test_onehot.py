@@ -77,12 +77,40 @@ def test_every_integer_dtype_and_layout(embeddings, dtype, layout):
     hint = ("widen the ids with .long() where an operation needs int64 (scatter_ and "
             "index_select refuse int8, int16 and uint8; indexing reads uint8 as a mask), and "
             "flatten with reshape, not view (which fails on non-contiguous ids)")
-    out = embeddings.one_hot(ids.to(dtype), 9)
-    assert torch.equal(out, F.one_hot(ids, 9).float()), f"one_hot on {dtype} ids ({layout}): {hint}"
-    out = embeddings.embed_via_onehot(weight, ids.to(dtype))
-    assert torch.equal(out, F.embedding(ids, weight)), (
-        f"embed_via_onehot on {dtype} ids ({layout}): {hint}"
-    )
+    for name, call, expected in (
+        ("one_hot", lambda: embeddings.one_hot(ids.to(dtype), 9), F.one_hot(ids, 9).float()),
+        ("embed_via_onehot", lambda: embeddings.embed_via_onehot(weight, ids.to(dtype)),
+         F.embedding(ids, weight)),
+    ):
+        try:
+            out = call()
+        except NotImplementedError:
+            raise
+        except Exception as error:  # PyTorch's own message does not say what to do: this does
+            pytest.fail(f"{name} on {dtype} ids ({layout}) raised {type(error).__name__}: "
+                        f"{error}\n{hint}")
+        assert torch.equal(out, expected), f"{name} on {dtype} ids ({layout}): {hint}"
+
+
+@pytest.mark.parametrize(("dtype", "V"), [(torch.uint8, 300), (torch.int8, 200)], ids=str)
+def test_ids_at_the_edges_of_their_dtype(embeddings, dtype, V):
+    """Every value the ids' dtype holds is an id when there are enough classes."""
+    top = torch.iinfo(dtype).max
+    ids = torch.tensor([top, 0, 7, top - 1], dtype=dtype)
+    weight = torch.randn(V, 2)
+    fix = (f"{dtype} ids up to {top} are all valid with {V} classes, but {V} does not fit in "
+           f"{dtype}: a comparison or an arange made in the ids' own dtype wraps around (in "
+           "uint8, 250 >= 300 is True, and arange(300, dtype=torch.uint8) counts 0 to 255, "
+           "then 0 to 43 again). Compare and count in int64: ids.long()")
+    try:
+        vectors = embeddings.one_hot(ids, V)
+        rows = embeddings.embed_via_onehot(weight, ids)
+    except NotImplementedError:
+        raise
+    except Exception as error:
+        pytest.fail(f"{type(error).__name__}: {error}\n{fix}")
+    assert torch.equal(vectors, F.one_hot(ids.long(), V).float()), f"one_hot: {fix}"
+    assert torch.equal(rows, F.embedding(ids.long(), weight)), f"embed_via_onehot: {fix}"
 
 
 def test_results_follow_the_inputs_device(embeddings, other_device):

@@ -1,5 +1,20 @@
 """Stage 'embedding': other correct lookups, and the mistakes the hidden suite must name."""
 
+#: A range check that reads the ids' values, with no special case for the meta device: the
+#: meta pass must answer those reads (tests/test_meta_pass.py grades it both ways). Compared as
+#: int64: in the ids' own dtype, vocab_size may wrap (see the mistake of that name).
+_RANGE_CHECK = '''
+    def check_ids(ids, vocab_size):
+        if not isinstance(ids, torch.Tensor):
+            raise TypeError(f"token ids must be a tensor, got {type(ids).__name__}")
+        if ids.dtype == torch.bool or ids.is_floating_point() or ids.is_complex():
+            raise TypeError(f"token ids must be integers, got {ids.dtype}")
+        wide = ids.long()
+        bad = (wide < 0) | (wide >= vocab_size)
+        if bad.any():
+            raise IndexError(f"token id {int(wide[bad][0])} is outside [0, {vocab_size})")
+'''
+
 CORRECT = {
     "plain indexing": {
         "embeddings:Embedding.forward": '''
@@ -212,19 +227,8 @@ CORRECT = {
                 print("the lookup matches F.embedding")
         ''',
     },
-    # Range checks that read the ids' values, with no special case for the meta device: the
-    # meta pass must answer those reads (tests/test_meta_pass.py grades these both ways).
-    "a natural range check that reads the ids' values": {
-        "embeddings:check_ids": '''
-            def check_ids(ids, vocab_size):
-                if not isinstance(ids, torch.Tensor):
-                    raise TypeError(f"token ids must be a tensor, got {type(ids).__name__}")
-                if ids.dtype == torch.bool or ids.is_floating_point() or ids.is_complex():
-                    raise TypeError(f"token ids must be integers, got {ids.dtype}")
-                bad = (ids < 0) | (ids >= vocab_size)
-                if bad.any():
-                    raise IndexError(f"token id {int(ids[bad][0])} is outside [0, {vocab_size})")
-        ''',
+    "a natural range check that reads the ids' values, as int64": {
+        "embeddings:check_ids": _RANGE_CHECK,
     },
     "the ids read as a Python list, looked up with index_select": {
         "embeddings:check_ids": '''
@@ -403,9 +407,23 @@ MISTAKES = {
         '''},
         "test_no_builtin_embedding", "import threading",
     ),
+    # Was a correct variant until ids were sent at the edges of their dtype (issue 16): right
+    # on small tables, it refuses every uint8 id of a 300-row table (300 wraps to 44 in uint8).
+    "a range check made in the ids' own dtype (vocab_size wraps in uint8, int8, int16)": (
+        {"embeddings:check_ids": '''
+            def check_ids(ids, vocab_size):
+                if not isinstance(ids, torch.Tensor):
+                    raise TypeError(f"token ids must be a tensor, got {type(ids).__name__}")
+                if ids.dtype == torch.bool or ids.is_floating_point() or ids.is_complex():
+                    raise TypeError(f"token ids must be integers, got {ids.dtype}")
+                bad = (ids < 0) | (ids >= vocab_size)
+                if bad.any():
+                    raise IndexError(f"token id {int(ids[bad][0])} is outside [0, {vocab_size})")
+        '''},
+        "test_integer_dtypes_accepted", "does not fit in",
+    ),
     "a natural range check, then a hard-coded cpu": (
-        {"embeddings:check_ids": CORRECT["a natural range check that reads the ids' values"][
-            "embeddings:check_ids"],
+        {"embeddings:check_ids": _RANGE_CHECK,
          "embeddings:Embedding.forward": '''
             def forward(self, ids):
                 check_ids(ids, self.vocab_size)

@@ -104,6 +104,48 @@ CORRECT = {
 }
 
 MISTAKES = {
+    # Issue 16's sweeps: a token at the edge of its dtype, an input given twice, a float64 table.
+    "the token compared with V as it is (a uint8 255 is >= 300 in uint8)": (
+        {"embeddings:cosine_neighbours": '''
+            def cosine_neighbours(E, token, k):
+                if isinstance(token, torch.Tensor) and token.dim() == 1:
+                    return _top_k(E, token.to(E.device, E.dtype), k, [])
+                if token < 0 or token >= E.shape[0]:
+                    raise IndexError(f"token {token} is outside the table's rows")
+                index = int(token)
+                return _top_k(E, E[index], k, [index])
+        '''},
+        "test_neighbours_match_reference", "does not fit in",
+    ),
+    "analogy's k bound counts three inputs, not the distinct ones": (
+        {"embeddings:analogy": '''
+            def analogy(E, a, b, c, k=1, exclude_inputs=True):
+                a, b, c = (_row_index(E, t, name) for t, name in ((a, "a"), (b, "b"), (c, "c")))
+                if exclude_inputs and not 1 <= k <= E.shape[0] - 3:
+                    raise ValueError(f"k must be from 1 to {E.shape[0] - 3}, got {k}")
+                return _top_k(E, E[b] - E[a] + E[c], k, [a, b, c] if exclude_inputs else [])
+        '''},
+        "test_k_out_of_range_refused", "two distinct inputs",
+    ),
+    "eps added to the product of the lengths (a.b / (|a| |b| + eps))": (
+        {"embeddings:cosine_similarity": '''
+            def cosine_similarity(a, b, eps=1e-8):
+                return (a * b).sum(-1) / (a.norm(dim=-1) * b.norm(dim=-1) + eps)
+        '''},
+        "test_cosine_similarity_values", "eps is the least length of each vector",
+    ),
+    "float32 sims from a float64 table": (
+        {"embeddings:cosine_neighbours": '''
+            def cosine_neighbours(E, token, k):
+                if isinstance(token, torch.Tensor) and token.dim() == 1:
+                    ids, sims = _top_k(E, token.to(E.device, E.dtype), k, [])
+                else:
+                    index = _row_index(E, token, "token")
+                    ids, sims = _top_k(E, E[index], k, [index])
+                return ids, sims.float()  # float32 is enough for a ranking? not as promised
+        '''},
+        "test_neighbours_match_reference", "expected torch.float64",
+    ),
     "no eps (NaN for a zero vector)": (
         {"embeddings:cosine_similarity": '''
             def cosine_similarity(a, b, eps=1e-8):

@@ -56,10 +56,10 @@ CORRECT = {
     },
     # A range check inline, reading the ids' values with no special case for the meta device:
     # the meta pass must answer those reads (tests/test_meta_pass.py grades it both ways).
-    "an inline range check that reads the ids' values, tensordot": {
+    "an inline range check that reads the ids' values as int64, tensordot": {
         "embeddings:one_hot": '''
             def one_hot(ids, num_classes, dtype=torch.float32):
-                if ((ids < 0) | (ids >= num_classes)).any():
+                if ((ids.long() < 0) | (ids.long() >= num_classes)).any():
                     raise IndexError(f"an id is outside [0, {num_classes})")
                 out = torch.zeros(*ids.shape, num_classes, dtype=dtype, device=ids.device)
                 return out.scatter_(-1, ids.long().unsqueeze(-1), 1)
@@ -73,6 +73,27 @@ CORRECT = {
 }
 
 MISTAKES = {
+    # Was a correct variant until ids were sent at the edges of their dtype (issue 16): right
+    # with few classes, it refuses every uint8 id when num_classes is 300 (300 wraps to 44).
+    "an inline range check in the ids' own dtype (num_classes wraps in uint8 and int8)": (
+        {"embeddings:one_hot": '''
+            def one_hot(ids, num_classes, dtype=torch.float32):
+                if ((ids < 0) | (ids >= num_classes)).any():
+                    raise IndexError(f"an id is outside [0, {num_classes})")
+                out = torch.zeros(*ids.shape, num_classes, dtype=dtype, device=ids.device)
+                return out.scatter_(-1, ids.long().unsqueeze(-1), 1)
+        '''},
+        "test_integer_ids_accepted", "does not fit in",
+    ),
+    "the classes counted in the ids' own dtype (arange wraps: 255 matches class 255 and 511)": (
+        {"embeddings:one_hot": '''
+            def one_hot(ids, num_classes, dtype=torch.float32):
+                check_ids(ids, num_classes)
+                classes = torch.arange(num_classes, dtype=ids.dtype, device=ids.device)
+                return (ids.unsqueeze(-1) == classes).to(dtype)
+        '''},
+        "test_integer_ids_accepted", "does not fit in",
+    ),
     "F.one_hot": (
         {"embeddings:one_hot": '''
             def one_hot(ids, num_classes, dtype=torch.float32):
