@@ -98,8 +98,9 @@ def test_zip_ships_nothing_grading_does_not_need(autograder_zip):
     with zipfile.ZipFile(autograder_zip) as archive:
         names = set(archive.namelist())
     for unneeded in ("solutions/course/", "solutions/handout.py", "solutions/README.md",
-                     "solutions/zips.py", "solutions/release.py", "solutions/notebook.py", "requirements-dev.txt", "handout/", "tools/",
-                     "benchmarks/", "Makefile", "README.md", ".github/"):
+                     "solutions/zips.py", "solutions/release.py", "solutions/notebook.py",
+                     "requirements-dev.txt", "handout/", "tools/", "benchmarks/", "Makefile",
+                     "README.md", ".github/"):
         assert not [n for n in names if n == unneeded or n.startswith(unneeded)], unneeded
     solutions = {n for n in names if n.startswith("solutions/")}
     assert solutions == {"solutions/__init__.py", "solutions/stubber.py"}  # the stub maker alone
