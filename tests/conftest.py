@@ -30,13 +30,18 @@ FULL: dict[str, str] = {
 }
 
 
+#: A Sample's ``param`` that stands for the case id's text before ": " (the stage, in
+#: "embedding: a natural range check"), for cases whose parameter is a dict of code.
+ID_PREFIX = "<the id's prefix>"
+
+
 @dataclass(frozen=True)
 class Sample:
     """A parametrised test (or file) whose fast tier keeps a few cases, the full tier the rest.
 
-    ``param``: the parameter (or parametrised fixture) that picks them; None keeps only the
-    first case. ``keep``: None keeps the first case of each of its values (one per stage,
-    say); a value keeps every case with that value (the bubblewrap sandbox, say)."""
+    ``param``: the parameter (or parametrised fixture, or ID_PREFIX) that picks them; None
+    keeps only the first case. ``keep``: None keeps the first case of each of its values (one
+    per stage, say); a value keeps every case with that value (the bubblewrap sandbox, say)."""
 
     param: str | None
     keep: object = None
@@ -49,6 +54,17 @@ SAMPLED: dict[str, Sample] = {
         "stage", why="one correct alternative per stage, under every seed"),
     "test_grader_variants.py::test_mistake_is_named": Sample(
         "stage", why="one known mistake per stage, under every seed"),
+    "test_scaffolds.py::test_correct_variant_gets_full_marks_on_every_stage": Sample(
+        ID_PREFIX, why="one correct alternative per stage, graded whole next to the scaffolds"),
+    "test_scaffolds.py::test_scaffold_loses_points_on_its_own_stage": Sample(
+        "stage", why="one scaffold per stage"),
+    "test_visible_tests.py": Sample(
+        "checked", keep="params", why="one stage's visible tests against every variant of "
+        "it; each stage's run is a fresh pytest over 20-40 packages (~20 s)"),
+    "test_grader_attacks.py": Sample(
+        "grader", keep="bwrap", why="every attack under bubblewrap, the default; the same "
+        "attacks under --sandbox unsafe-process in the full tier (test_fail_closed.py "
+        "tries both modes fast)"),
 }
 
 
@@ -66,13 +82,16 @@ def _full(item: pytest.Item, seen: set) -> bool:
     key = test if test in SAMPLED else file if file in SAMPLED else None
     if key is None:
         return False
-    sample = SAMPLED[key]
-    params = getattr(getattr(item, "callspec", None), "params", {})
-    if sample.param is not None and sample.param not in params:
+    sample, callspec = SAMPLED[key], getattr(item, "callspec", None)
+    params = callspec.params if callspec is not None else {}
+    if callspec is None or sample.param not in (None, ID_PREFIX, *params):
         return False  # a test of a sampled file without that parameter: not sampled
     if sample.keep is not None:
         return params[sample.param] != sample.keep
-    value = repr(params[sample.param]) if sample.param is not None else None
+    if sample.param == ID_PREFIX:
+        value = callspec.id.split(": ", 1)[0]
+    else:
+        value = repr(params[sample.param]) if sample.param is not None else None
     if (key, value) in seen:
         return True
     seen.add((key, value))
