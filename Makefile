@@ -16,7 +16,7 @@ ifeq ($(origin TORCH), undefined)
 TORCH := $(or $(shell cat $(TORCH_STAMP) 2>/dev/null),torch==2.13.0)
 endif
 
-.PHONY: FORCE setup setup-dev sandbox grade grade-cuda test check lint stubs mutation benchmark clean \
+.PHONY: FORCE setup setup-dev sandbox grade grade-cuda test test-all check lint stubs mutation benchmark clean \
 	benchmark-batch gradescope handout seeds gpu-check browser release nbgrade benchmark-nbgrade \
 	prairielearn benchmark-shards
 
@@ -65,8 +65,17 @@ grade: setup                 ## grade $(SUBMISSION) (default: exercises/), stage
 grade-cuda: setup            ## the same on CPU and CUDA (a GPU runner: pass TORCH once, see above)
 	$(PY) -m autograder grade $(SUBMISSION) --device cuda --sandbox $(SANDBOX)
 
-test: setup-dev              ## the repository's own tests
-	$(PY) -m pytest
+# The repository's tests in two tiers (tests/conftest.py decides which test is where; README,
+# "Which tests to run when"): together they run every test once. Both use TEST_WORKERS
+# pytest-xdist workers, a file each at a time, so that a file's expensive module fixtures (a
+# warm grader, a graded class) are built once. Exit 5 is pytest's "no test selected".
+TEST_WORKERS ?= 2
+PYTEST_TIER = $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=10
+test: setup-dev              ## the fast tier, on every change: every module, stage, front end and class of attack
+	$(PYTEST_TIER) -m "not slow" $(PYTEST_ARGS)
+
+test-all: setup-dev          ## the full tier, before a merge or release: the rest (the class of 100, every variant under every seed, ...)
+	$(PYTEST_TIER) -m slow $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 release: setup               ## regenerate exercises/: stubs from lumen/, lab.ipynb by nbgrader (refuses to overwrite edits; FORCE=1 backs them up)
 	$(PY) -m solutions.release $(if $(FORCE),--force)

@@ -32,7 +32,6 @@ from tests.variants.build import make_submission
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = [
-    pytest.mark.slow,
     # The hostile learners include a fork bomb: only inside the sandbox (make setup installs it).
     pytest.mark.skipif(BwrapLauncher.find() is None, reason="bubblewrap is not usable here"),
 ]

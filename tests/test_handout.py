@@ -12,6 +12,7 @@ import ast
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -253,19 +254,20 @@ def test_the_handout_installs_the_cpu_build_of_torch_as_classroom_does():
     assert "CUDA build" in readme and "CPU build" in readme
 
 
-def test_edited_exercises_are_named_as_edits_with_both_ways_out():
+def test_edited_exercises_are_named_as_edits_with_both_ways_out(tmp_path, monkeypatch):
     """An edited exercises/ is not "stale": `make stubs` would refuse it. The message says it
     holds edits and gives both ways out (FORCE=1 with a backup, or git checkout)."""
-    path = release.EXERCISES / "embeddings.py"
-    original = path.read_bytes()
-    try:
-        path.write_bytes(original + b"\n# a learner's note\n")
-        with pytest.raises(handout.HandoutError) as caught:
-            handout.contents()
-        with pytest.raises(release.ReleaseError, match="hold edits"):
-            release.write()  # what the old message sent the user to: it refuses
-    finally:
-        path.write_bytes(original)
+    # Edited in a copy that stands for the repository's exercises/, never in place: the release
+    # freshness tests read the real one, perhaps at this moment in another pytest-xdist worker.
+    exercises = tmp_path / "exercises"
+    shutil.copytree(release.EXERCISES, exercises, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(release, "EXERCISES", exercises.resolve())  # git's copy is HEAD's
+    path = exercises / "embeddings.py"
+    path.write_bytes(path.read_bytes() + b"\n# a learner's note\n")
+    with pytest.raises(handout.HandoutError) as caught:
+        handout.contents(tmp_path)
+    with pytest.raises(release.ReleaseError, match="hold edits"):
+        release.write(exercises)  # what the old message sent the user to: it refuses
     message = str(caught.value)
     assert "holds edits (embeddings.py)" in message and "stale" not in message
     assert "make release FORCE=1" in message and "git checkout -- exercises/" in message

@@ -370,7 +370,6 @@ def test_regenerating_never_silently_overwrites_a_learners_edits(tmp_path, capsy
     assert release.edited(target) == []
 
 
-@pytest.mark.slow
 def test_pip_install_editable_leaves_nothing_untracked(tmp_path):
     """`pip install -e .` (README, "The chapter, live") writes its egg-info and build/ only
     where .gitignore ignores them: a clone's `git status` stays clean."""

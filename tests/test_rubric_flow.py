@@ -23,8 +23,6 @@ import subprocess
 import textwrap
 from pathlib import Path
 
-import pytest
-
 from tests.variants.build import make_submission
 from tests.variants.embedding import MISTAKES
 
@@ -142,7 +140,6 @@ def _agree(seen: dict, stage_points: dict[str, int], scale_points: int) -> None:
         assert f"{stage}={points}" in seen["classroom_workflow"], stage
 
 
-@pytest.mark.slow
 def test_points_moved_within_a_stage_flow_everywhere(tmp_path):
     repo = _scratch(tmp_path)
     _move(repo, {"test_lookup_every_shape": 4, "test_scale_is_applied_once": 2})
@@ -151,7 +148,6 @@ def test_points_moved_within_a_stage_flow_everywhere(tmp_path):
     _agree(seen, {"embedding": 20, "onehot": 15}, scale_points=2)
 
 
-@pytest.mark.slow
 def test_points_moved_between_stages_flow_everywhere(tmp_path):
     repo = _scratch(tmp_path)
     _move(repo, {"test_lookup_every_shape": 4, "test_one_hot_rows": 4})

@@ -1,0 +1,124 @@
+"""The two tiers of this repository's tests, decided here and nowhere else.
+
+``make test`` runs the fast tier (``pytest -m "not slow"``) on every change; ``make test-all``
+runs the full tier (``pytest -m slow``): the rest, before a merge or a release. Together they
+run every test exactly once. A test is in the full tier when the tables below put it there;
+every other test, a new one included, is fast. tests/test_tiers.py keeps the fast tier honest:
+every stage, front end and class of attack keeps tests in it, and no test file marks itself.
+
+The fast tier keeps one representative of each kind, the full tier every other case: a test
+slower than 20 s in the fast tier is a finding (README, "Which tests to run when").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+#: The tier marker (pyproject.toml registers it). Only this file adds it.
+FULL_TIER = "slow"
+
+#: Whole files, and single tests (every case), that only the full tier runs, and why.
+FULL: dict[str, str] = {
+    "test_batch_class.py": "the class of 100 (every variant and hostile learner in one batch); "
+                           "test_batch.py keeps the batch front end fast",
+    "test_release.py::test_pip_install_editable_leaves_nothing_untracked":
+        "a fresh virtual environment and two pip runs",
+    "test_rubric_flow.py": "two releases, gradebooks and workflows per case; the release and "
+                           "the rubric are tested fast in test_release.py and test_nbgrader.py",
+}
+
+
+#: A Sample's ``param`` that stands for the case id's text before ": " (the stage, in
+#: "embedding: a natural range check"), for cases whose parameter is a dict of code.
+ID_PREFIX = "<the id's prefix>"
+
+
+@dataclass(frozen=True)
+class Sample:
+    """A parametrised test (or file) whose fast tier keeps a few cases, the full tier the rest.
+
+    ``param``: the parameter (or parametrised fixture, or ID_PREFIX) that picks them; None
+    keeps only the first case. ``keep``: None keeps the first case of each of its values (one
+    per stage, say); a value keeps every case with that value (the bubblewrap sandbox, say)."""
+
+    param: str | None
+    keep: object = None
+    why: str = ""
+
+
+#: "file" or "file::test" -> which of its cases stay fast.
+SAMPLED: dict[str, Sample] = {
+    "test_grader_variants.py::test_correct_alternative_gets_full_marks": Sample(
+        "stage", why="one correct alternative per stage, under every seed"),
+    "test_grader_variants.py::test_mistake_is_named": Sample(
+        "stage", why="one known mistake per stage, under every seed"),
+    "test_scaffolds.py::test_correct_variant_gets_full_marks_on_every_stage": Sample(
+        ID_PREFIX, why="one correct alternative per stage, graded whole next to the scaffolds"),
+    "test_scaffolds.py::test_scaffold_loses_points_on_its_own_stage": Sample(
+        "stage", why="one scaffold per stage"),
+    "test_visible_tests.py": Sample(
+        "checked", keep="params", why="one stage's visible tests against every variant of "
+        "it; each stage's run is a fresh pytest over 20-40 packages (~20 s)"),
+    "test_grader_attacks.py": Sample(
+        "grader", keep="bwrap", why="every attack under bubblewrap, the default; the same "
+        "attacks under --sandbox unsafe-process in the full tier (test_fail_closed.py "
+        "tries both modes fast)"),
+}
+
+
+def _where(item: pytest.Item) -> tuple[str, str]:
+    """("test_x.py", "test_x.py::test_name"): the keys of the tables above."""
+    file = item.nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
+    return file, f"{file}::{getattr(item, 'originalname', item.name)}"
+
+
+def _full(item: pytest.Item, seen: set) -> bool:
+    """Whether ``item`` belongs to the full tier (``seen``: the sampled cases kept so far)."""
+    file, test = _where(item)
+    if file in FULL or test in FULL:
+        return True
+    key = test if test in SAMPLED else file if file in SAMPLED else None
+    if key is None:
+        return False
+    sample, callspec = SAMPLED[key], getattr(item, "callspec", None)
+    params = callspec.params if callspec is not None else {}
+    if callspec is None or sample.param not in (None, ID_PREFIX, *params):
+        return False  # a test of a sampled file without that parameter: not sampled
+    if sample.keep is not None:
+        return params[sample.param] != sample.keep
+    if sample.param == ID_PREFIX:
+        value = callspec.id.split(": ", 1)[0]
+    else:
+        value = repr(params[sample.param]) if sample.param is not None else None
+    if (key, value) in seen:
+        return True
+    seen.add((key, value))
+    return False
+
+
+#: What collection saw, for tests/test_tiers.py: whether the whole of tests/ was collected, and
+#: (node id, full tier?, marker names) for every test, before -m or -k deselected any.
+COLLECTED = pytest.StashKey[tuple[bool, list[tuple[str, bool, frozenset[str]]]]]()
+#: Node ids of tests that carried the tier marker before this file added it (their own files
+#: marked them: test_tiers.py asks for the table above instead).
+SELF_MARKED = pytest.StashKey[list[str]]()
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by the marker added here
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
+                                  items: list[pytest.Item]) -> None:
+    seen: set = set()
+    listing, self_marked = [], []
+    for item in items:
+        if item.get_closest_marker(FULL_TIER) is not None:
+            self_marked.append(item.nodeid)
+        elif _full(item, seen):
+            item.add_marker(FULL_TIER)
+        names = frozenset(m.name for m in item.iter_markers())
+        listing.append((item.nodeid, FULL_TIER in names, names))
+    tests = config.rootpath / "tests"
+    whole = all(config.rootpath.joinpath(arg).resolve() == tests for arg in config.args)
+    config.stash[COLLECTED] = (whole, listing)
+    config.stash[SELF_MARKED] = self_marked
