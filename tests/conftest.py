@@ -27,6 +27,12 @@ FULL: dict[str, str] = {
         "a fresh virtual environment and two pip runs",
     "test_rubric_flow.py": "two releases, gradebooks and workflows per case; the release and "
                            "the rubric are tested fast in test_release.py and test_nbgrader.py",
+    "test_nbgrader.py::test_zip_collects_layout_is_graded":
+        "a second nbgrader course (zip_collect's layout, late penalties, a rerun); nbgrader's "
+        "pipeline stays fast in test_nbgraders_gradebook_agrees_with_the_grader",
+    "test_import_deadline.py::test_an_import_that_never_finishes_still_runs_out_of_time":
+        "every check of two stages runs into the import limit; an endless loop is stopped "
+        "fast in test_grader_attacks.py",
 }
 
 
