@@ -166,7 +166,8 @@ class Embedding(nn.Module):
         F.embedding: see "Rules" at the top of this file).
 
         Args:
-            ids: token ids of any shape ``(...)`` (a single 0-d id too), each in
+            ids: token ids of any shape ``(...)`` (a single 0-d id too, and none at all: ids of
+                shape ``(4, 0)`` give ``(4, 0, d_model)``), each in
                 ``[0, vocab_size)``, of any integer dtype: plain ``weight[ids]`` refuses int8
                 and int16 ids and reads uint8 ids as a mask, so widen them with ``.long()``.
                 Every value the dtype holds is an id: uint8 ids of a 300-row table go up to

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 STAGE = "embedding"
 MODULE = "embeddings"
 SHAPES = {(): "a single id (0-D)", (7,): "a sequence (1-D)", (3, 5): "a batch (2-D)",
-          (2, 3, 4): "a 3-D block of ids"}
+          (2, 3, 4): "a 3-D block of ids", (0,): "no ids at all (an empty sequence)"}
 INTEGER_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 EMBEDDING = "Embedding(vocab_size, d_model, std=0.02, scale=False)"
 CHECK_IDS = "check_ids(ids, vocab_size)"
@@ -147,7 +147,8 @@ def _check_parameter(reply: dict, W: torch.Tensor, ids: torch.Tensor, grad: torc
 
 @remembered
 def test_lookup_every_shape(learner, seed, gen, devices):
-    """forward(ids) is weight[ids] exactly, for 0-D, 1-D, 2-D and 3-D ids, on every device"""
+    """forward(ids) is weight[ids] exactly, for 0-D, 1-D, 2-D and 3-D ids and none at all, on
+    every device"""
     V, d = 23, 5
     weight = torch.randn(V, d, generator=gen)
     for n, (shape, name) in enumerate(SHAPES.items()):

@@ -43,7 +43,7 @@ CORRECT = {
                     if lo < 0 or hi >= self.vocab_size:
                         bad = lo if lo < 0 else hi
                         raise IndexError(f"id {bad} not in [0, {self.vocab_size})")
-                return self.scale_output(torch.index_select(self.weight, 0, ids.flatten().long()).view(*ids.shape, -1))
+                return self.scale_output(torch.index_select(self.weight, 0, ids.flatten().long()).view(*ids.shape, self.d_model))
         ''',
         "embeddings:Embedding.__init__": '''
             def __init__(self, vocab_size, d_model, std=0.02, scale=False):
@@ -462,6 +462,15 @@ MISTAKES = {
                     raise IndexError(f"token id {int(wide[bad][0])} is outside [0, {vocab_size})")
         '''},
         "test_integer_dtypes_accepted", "torch.int8",
+    ),
+    "rows reshaped with view(*ids.shape, -1) (an empty batch cannot be sized)": (
+        {"embeddings:Embedding.forward": '''
+            def forward(self, ids):
+                check_ids(ids, self.vocab_size)
+                rows = self.weight.index_select(0, ids.reshape(-1).long())
+                return self.scale_output(rows.view(*ids.shape, -1))
+        '''},
+        "test_lookup_every_shape", "shape (0,)",
     ),
     "ids.view(-1) (non-contiguous ids refused)": (
         {"embeddings:Embedding.forward": '''

@@ -14,7 +14,7 @@ INIT = "embeddings:Embedding.__init__"
 FORWARD = "embeddings:Embedding.forward"
 CHECK = "embeddings:check_ids"
 
-SHAPES = "ids 0-d, (7,), (3, 5) and (2, 3, 4), int64, V=23, d=5"
+SHAPES = "ids 0-d, (7,), (3, 5), (2, 3, 4) and (0,), int64, V=23, d=5"
 EDGES = ("ids of each integer dtype up to the largest value it holds, on a table larger than "
          "its range where one fits (int8 up to 127 of 200 rows, uint8 255 of 300, int16 32767 "
          "of 33,000; int32 and int64 up to 69,999 of 70,000)")
@@ -55,7 +55,8 @@ PROMISES: list[Promise] = [
             "test_embedding.py::test_lookup_every_shape",
             "test_embedding.py::test_weight_is_a_registered_v_by_d_parameter"),
     # Embedding.forward
-    Promise(FORWARD, "ids: token ids of any shape ``(...)`` (a single 0-d id too)",
+    Promise(FORWARD, "ids: token ids of any shape ``(...)`` (a single 0-d id too, and none at "
+            "all: ids of shape ``(4, 0)`` give ``(4, 0, d_model)``)",
             f"{SHAPES}, {DEVICES}",
             "test_embedding.py::test_lookup_every_shape",
             "test_embedding.py::test_ids_of_any_shape"),
