@@ -118,9 +118,10 @@ prairielearn: setup          ## build/prairielearn/: the question (info.json, qu
 	$(PY) -m autograder.prairielearn_build build --out build/prairielearn --image "$(IMAGE)" \
 	  --visibility "$(PL_VISIBILITY)" $(if $(PL_TORCH),--torch "$(PL_TORCH)")
 
-nbgrade: setup               ## grade SUBMISSIONS (a folder per learner: lab.ipynb + .py files) through nbgrader, in build/nbgrader
-	@test -n "$(SUBMISSIONS)" || { echo "make nbgrade SUBMISSIONS=DIR: the folder of learners' folders"; exit 2; }
-	$(PY) -m autograder nbgrade $(SUBMISSIONS) --sandbox $(SANDBOX)
+nbgrade: setup               ## grade SUBMISSIONS (a folder per learner, or nbgrader collect's submitted/) through nbgrader, in build/nbgrader (DUE=, LATE_PENALTY=none|zero)
+	@test -n "$(SUBMISSIONS)" || { echo "make nbgrade SUBMISSIONS=DIR: a folder of learners' folders, or the submitted/ folder nbgrader collect or zip_collect wrote"; exit 2; }
+	$(PY) -m autograder nbgrade $(SUBMISSIONS) --sandbox $(SANDBOX) \
+	  $(if $(DUE),--due "$(DUE)") $(if $(LATE_PENALTY),--late-penalty $(LATE_PENALTY))
 
 handout: setup               ## build/handout.zip: what learners receive (exercises/, README)
 	$(PY) -m solutions.handout --out build/handout.zip
