@@ -27,9 +27,13 @@ FULL: dict[str, str] = {
         "a fresh virtual environment and two pip runs",
     "test_rubric_flow.py": "two releases, gradebooks and workflows per case; the release and "
                            "the rubric are tested fast in test_release.py and test_nbgrader.py",
-    "test_nbgrader.py::test_zip_collects_layout_is_graded":
-        "a second nbgrader course (zip_collect's layout, late penalties, a rerun); nbgrader's "
-        "pipeline stays fast in test_nbgraders_gradebook_agrees_with_the_grader",
+    **dict.fromkeys(
+        ("test_nbgrader.py::test_zip_collects_layout_is_graded",
+         "test_nbgrader.py::test_a_late_submission_gets_nbgraders_penalty",
+         "test_nbgrader.py::test_a_rerun_grades_only_new_or_changed_submissions"),
+        "a second nbgrader course, built once for these three (zip_collect's layout, late "
+        "penalties, a rerun); nbgrader's pipeline stays fast in "
+        "test_nbgraders_gradebook_agrees_with_the_grader"),
     "test_import_deadline.py::test_an_import_that_never_finishes_still_runs_out_of_time":
         "every check of two stages runs into the import limit; an endless loop is stopped "
         "fast in test_grader_attacks.py",
