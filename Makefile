@@ -48,7 +48,7 @@ sandbox:                     ## bubblewrap for learner code, installed where we 
 	    (apt-get install -y -q bubblewrap >/dev/null 2>&1 || \
 	     (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q bubblewrap >/dev/null 2>&1)); } || \
 	  echo "error: bubblewrap (bwrap) is not installed, and installing it needs root and apt-get"
-	@$(PY) -m autograder.sandbox --sandbox $(SANDBOX)
+	@$(PY) -m autograder.boundary.launcher --sandbox $(SANDBOX)
 
 browser:                     ## Chromium for the offline page's browser test, where we may install it
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
@@ -107,7 +107,7 @@ benchmark-shards: setup-dev  ## a class as 1 shard and as 2 shards side by side 
 # after_published or visible (README, "Gradescope and the handout").
 VISIBILITY ?= after_due_date
 gradescope: setup            ## build/autograder.zip: upload it to Gradescope as the autograder (VISIBILITY=after_due_date)
-	$(PY) -m autograder.gradescope --out build/autograder.zip --torch "$(TORCH)" --visibility "$(VISIBILITY)"
+	$(PY) -m autograder.frontends.gradescope --out build/autograder.zip --torch "$(TORCH)" --visibility "$(VISIBILITY)"
 
 # PrairieLearn's question folder and grading image (README.md, "PrairieLearn"). IMAGE: the
 # image info.json names; PL_VISIBILITY: hidden (stage scores only) or visible (every check);
@@ -115,7 +115,7 @@ gradescope: setup            ## build/autograder.zip: upload it to Gradescope as
 IMAGE ?= lumen-grader:latest
 PL_VISIBILITY ?= hidden
 prairielearn: setup          ## build/prairielearn/: the question (info.json, question.html, tests/) and the grading image's Dockerfile
-	$(PY) -m autograder.prairielearn_build build --out build/prairielearn --image "$(IMAGE)" \
+	$(PY) -m autograder.frontends.prairielearn_build build --out build/prairielearn --image "$(IMAGE)" \
 	  --visibility "$(PL_VISIBILITY)" $(if $(PL_TORCH),--torch "$(PL_TORCH)")
 
 nbgrade: setup               ## grade SUBMISSIONS (a folder per learner, or nbgrader collect's submitted/) through nbgrader, in build/nbgrader (DUE=, LATE_PENALTY=none|zero)
@@ -128,7 +128,7 @@ handout: setup               ## build/handout.zip: what learners receive (exerci
 
 .PHONY: classroom
 classroom: setup             ## build/classroom/: a GitHub Classroom template repository (GRADER_REPO=owner/name: hidden suites)
-	$(PY) -m autograder.classroom template --out build/classroom \
+	$(PY) -m autograder.frontends.classroom template --out build/classroom \
 	  $(if $(GRADER_REPO),--mode hidden --grader-repository $(GRADER_REPO),--mode visible)
 
 lint: setup-dev

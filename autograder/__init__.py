@@ -6,7 +6,12 @@ scores stay in this process. Start reading at ``grading.py``: the five steps of 
 """
 
 import sys
+from pathlib import Path
 
 if sys.version_info < (3, 11):  # noqa: UP036 - said once, here, before tomllib fails
     raise SystemExit(f"the grader needs Python 3.11 or newer (it reads rubric.toml with "
                      f"tomllib); this is Python {sys.version.split()[0]}")
+
+#: The repository (or the unpacked Gradescope zip) the grader runs from: the one place that
+#: computes it, so a module can move between rooms without its paths moving.
+ROOT = Path(__file__).resolve().parent.parent

@@ -1,15 +1,15 @@
 """``python -m autograder grade PATH``: grade one submission, stage by stage.
 
 ``python -m autograder grade-batch SUBMISSIONS --out grades.csv``: grade a class, one folder or
-.zip per learner, resumably (see ``autograder/batch.py``); exit status 0 when every learner was
-graded, 1 when some could not be (a rerun retries them), 2 when the batch stopped.
+.zip per learner, resumably (see ``autograder/frontends/batch.py``); exit status 0 when every
+learner was graded, 1 when some could not be (a rerun retries them), 2 when the batch stopped.
 ``--export canvas,moodle,csv --roster roster.csv`` adds the gradebook files an LMS imports
-(``autograder/exports.py``); a roster it cannot use stops it before grading, with the reason.
-``--shard K/N`` grades one shard of the class, and ``merge-shards SHARD... --out grades.csv``
-combines the shards into what one batch writes (``autograder/shards.py``).
+(``autograder/frontends/exports.py``); a roster it cannot use stops it before grading, with the
+reason. ``--shard K/N`` grades one shard of the class, and ``merge-shards SHARD... --out
+grades.csv`` combines the shards into what one batch writes (``autograder/frontends/shards.py``).
 
 ``python -m autograder prairielearn [--root /grade]``: PrairieLearn's external grader
-(``autograder/prairielearn.py``).
+(``autograder/frontends/prairielearn.py``).
 
 Exit status 0 whenever grading finished, whatever the score; 2 when the grader itself could not
 run or failed on its side (a broken rubric, a worker that cannot start, an internal error in a
@@ -25,10 +25,11 @@ from pathlib import Path
 
 from lumen.stages import STAGE_NAMES
 
-from . import phases, sandbox
+from . import phases
+from .boundary import launcher
+from .boundary.client import Limits
 from .grading import Grader, GraderError
 from .rubric import RubricError
-from .worker_client import Limits
 
 
 def _stages(value: str) -> list[str]:
@@ -41,7 +42,7 @@ def _stages(value: str) -> list[str]:
 
 
 def _formats(value: str) -> list[str]:
-    from .exports import FORMATS
+    from .frontends.exports import FORMATS
 
     names = [s for s in value.split(",") if s]
     unknown = [s for s in names if s not in FORMATS]
@@ -52,7 +53,7 @@ def _formats(value: str) -> list[str]:
 
 
 def _shard(value: str) -> tuple[int, int]:
-    from .shards import parse_shard
+    from .frontends.shards import parse_shard
 
     return parse_shard(value)
 
@@ -64,7 +65,7 @@ def _shared_options(command: argparse.ArgumentParser) -> None:
     """The options ``grade`` and ``grade-batch`` have in common, defined once."""
     command.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                          help="auto: CPU, and CUDA too when there is a GPU (default)")
-    sandbox.add_option(command)
+    launcher.add_option(command)
     command.add_argument("--visibility", default="after_due_date", choices=VISIBILITY,
                          help="Gradescope visibility of each hidden test (default "
                               "after_due_date)")
@@ -79,12 +80,12 @@ def _sandbox_ready(kind: str) -> bool:
     """Whether learner code can run in the sandbox ``kind`` here, said on stderr (the
     operator's channel): an error naming the fix, or the unsafe mode's warning."""
     try:
-        launcher = sandbox.choose_launcher(kind)
+        chosen = launcher.choose_launcher(kind)
     except GraderError as error:
         print(f"error: the grader could not run: {error}", file=sys.stderr)
         return False
-    if launcher.warning:
-        print(f"warning: {launcher.warning}", file=sys.stderr)
+    if chosen.warning:
+        print(f"warning: {chosen.warning}", file=sys.stderr)
     return True
 
 
@@ -93,7 +94,7 @@ def _roster(exports: list[str], path: Path | None):
     it cannot be used: before grading, so a roster problem costs no grading time."""
     if not (exports or path):
         return None
-    from .exports import RosterError, check_roster, load_roster
+    from .frontends.exports import RosterError, check_roster, load_roster
 
     if not path:
         print("error: --export needs --roster ROSTER.csv, which maps each submission "
@@ -154,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("--assignment", help="as for grade-batch")
     p = commands.add_parser("prairielearn", help="PrairieLearn's external grader: grade "
                             "ROOT/student into ROOT/results/results.json")
-    from .prairielearn import add_options as prairielearn_options
+    from .frontends.prairielearn import add_options as prairielearn_options
 
     prairielearn_options(p)
     n = commands.add_parser("nbgrade", help="grade a class through nbgrader: a folder per "
@@ -178,14 +179,14 @@ def main(argv: list[str] | None = None) -> int:
     for command in (g, b):
         _shared_options(command)
     n.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
-    sandbox.add_option(n)
+    launcher.add_option(n)
     args = parser.parse_args(argv)
     phases.mark("grader: command line read")
     if args.command in ("grade-batch", "nbgrade") and not _sandbox_ready(args.sandbox):
         return 2  # before any learner: a batch never grades a class without its sandbox
     if args.command == "nbgrade":
-        from .nbgrade import NbgradeError, NotebookError
-        from .nbgrade import run as nbgrade
+        from .frontends.nbgrade import NbgradeError, NotebookError
+        from .frontends.nbgrade import run as nbgrade
 
         if not args.submissions.is_dir():
             print(f"error: no folder of submissions at {args.submissions}", file=sys.stderr)
@@ -199,12 +200,12 @@ def main(argv: list[str] | None = None) -> int:
             return 2
 
     if args.command == "prairielearn":
-        from .prairielearn import run as prairielearn
+        from .frontends.prairielearn import run as prairielearn
 
         return prairielearn(args)
 
     if args.command == "merge-shards":
-        from .shards import merge
+        from .frontends.shards import merge
 
         exports = [f for chosen in args.export or [] for f in chosen]
         roster = _roster(exports, args.roster)
@@ -221,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
                     key=STAGE_NAMES.index) or None
 
     if args.command == "grade-batch":
-        from .batch import run
+        from .frontends.batch import run
 
         if not args.submissions.is_dir():
             print(f"error: no folder of submissions at {args.submissions}", file=sys.stderr)
@@ -256,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     except (GraderError, RubricError, OSError) as error:
         print(f"error: the grader could not run: {type(error).__name__}: {error}", file=sys.stderr)
         return 2
-    from . import report
+    from .views import report
 
     print(report.terminal(result), end="")
     phases.mark("report: printed")

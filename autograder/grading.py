@@ -6,13 +6,13 @@ grades submission after submission through the same worker, so a class costs one
 per worker rather than one per learner. ``grade`` is the one-submission shortcut. What each
 step uses, in the order they run:
 
-1. ``submission.prepare``: the learner's files, as data, and what was wrong with them;
-2. ``Submission.open``: one process per stage in the worker (``worker_client``), each sent a
-   ``stage_request.StageRequest``, under the limits ``sandbox`` decides;
+1. ``boundary/intake.prepare``: the learner's files, as data, and what was wrong with them;
+2. ``Submission.open``: one process per stage in the worker (``boundary/client.py``), each sent a
+   ``boundary/request.StageRequest``, under the limits ``boundary/launcher.py`` decides;
 3. ``run_suites``: pytest over ``suites/``, whose tests call probes in those processes and
    turn what comes back into ``results.TestResult`` verdicts (``suites/plugin.py``);
 4. ``results.score``: points per verdict from ``rubric.toml``;
-5. the ``Grade``'s notes; ``report`` then shows it (terminal, results.json, JUnit).
+5. the ``Grade``'s notes; ``views/report.py`` then shows it (terminal, results.json, JUnit).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from pathlib import Path
 from lumen.stages import STAGE_NAMES
 
 from . import phases
+from .boundary.launcher import BWRAP, UIDS_PER_SUBMISSION, choose_launcher, claim_uids, wants_gpu
 from .results import Grade, GraderError, TestResult, score
-from .sandbox import BWRAP, UIDS_PER_SUBMISSION, choose_launcher, claim_uids, wants_gpu
 
 SUITES = Path(__file__).resolve().parent / "suites"
 
@@ -49,14 +49,14 @@ def choose_devices(kind: str) -> list[str]:
 class Submission:
     """One submission being graded: its files, its stage processes, its seed and verdicts."""
 
-    worker: object  # worker_client.Worker
+    worker: object  # boundary.client.Worker
     devices: list[str]
     files: dict[str, str]  # the learner's file name -> text, as sent to each stage process
     uid: int | None = None  # the first of its block of unprivileged users (in the sandbox)
     seed: int = field(default_factory=lambda: secrets.randbelow(2**31))
     deadline: float = field(default_factory=lambda: float("inf"))
     stages: list[str] | None = None  # the stages graded (None: all)
-    sessions: dict = field(default_factory=dict)  # stage -> worker_client.StageSession
+    sessions: dict = field(default_factory=dict)  # stage -> boundary.client.StageSession
     results: list[TestResult] = field(default_factory=list)
 
     def open(self) -> None:
@@ -68,8 +68,8 @@ class Submission:
 
     def session(self, stage: str):
         """The stage's process (started on first use when pytest runs the suites directly)."""
-        from .stage_request import stage_request
-        from .worker_client import StageSession
+        from .boundary.client import StageSession
+        from .boundary.request import stage_request
 
         if stage not in self.sessions:
             request = stage_request(stage, self.files, self.limits(stage))
@@ -139,7 +139,7 @@ class Grader:
         """Learner code runs as users of a block this grader claims for its lifetime
         (``claim_uids``: no other grader on the machine has them), ``UIDS_PER_SUBMISSION``
         per submission in turn (one per stage process)."""
-        from .worker_client import Limits, Worker
+        from .boundary.client import Limits, Worker
 
         self.launcher = choose_launcher(sandbox)
         self.uid_range, self._claim = (claim_uids() if self.launcher.uses_uids()
@@ -159,8 +159,8 @@ class Grader:
     def grade(self, path: Path, seed: int | None = None,
               stages: list[str] | None = None) -> Grade:
         """Grade the submission at ``path`` (a folder or a .zip), stage by stage."""
+        from .boundary.intake import prepare
         from .rubric import load
-        from .submission import prepare
 
         started = time.perf_counter()
         devices = self.devices  # the grader's imports, while the worker does its own
@@ -203,7 +203,7 @@ class Grader:
 
     def _ready(self) -> None:
         """The worker is up, or a GraderError: a failed start gets one more try each time."""
-        from .worker_client import WorkerError
+        from .boundary.client import WorkerError
 
         if self.worker.failed is not None:
             self.worker.restart()

@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from autograder import nbgrade  # noqa: E402
+from autograder.frontends import nbgrade  # noqa: E402
 from lumen.stages import SUBMISSION_FILES  # noqa: E402
 from solutions import notebook  # noqa: E402
 

@@ -2,7 +2,7 @@
 
 Its own module, apart from the release tooling (release.py), because grading needs it too: a
 stage process is sent the learner's stub of each file as its given code
-(autograder/stage_request.py). So it imports only the standard library and lumen/stages.py,
+(autograder/boundary/request.py). So it imports only the standard library and lumen/stages.py,
 never nbformat, nbgrader or what they pull in (lark, jsonschema: seconds of a cold grade).
 """
 

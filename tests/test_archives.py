@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from autograder.boundary.client import Limits
+from autograder.boundary.intake import UNUSABLE, prepare
 from autograder.grading import Grader
-from autograder.submission import UNUSABLE, prepare
-from autograder.worker_client import Limits
 from lumen.stages import SUBMISSION_FILES
 
 LUMEN = Path(__file__).resolve().parents[1] / "lumen"

@@ -24,8 +24,10 @@ from pathlib import Path
 
 import pytest
 
-from autograder import batch, mistakes
-from autograder.submission import MAX_FILE
+from autograder import mistakes
+from autograder.boundary.intake import MAX_FILE
+from autograder.frontends import batch, classbook
+from autograder.frontends.summary import write_summary
 from lumen.stages import STAGE_NAMES, SUBMISSION_FILES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -235,7 +237,7 @@ def test_summary_groups_by_mistake_and_counts_each_learner_once(tmp_path):
     rows = [{"learner": name, "total": 10.0, "stages": {"embedding": 10.0}, "seconds": 1.0,
              "notes": [], "mistakes": found, "max": {"embedding": 20.0}}
             for name, found in learners.items()]
-    batch.write_summary(tmp_path, rows)
+    write_summary(tmp_path, rows)
     table = mistakes_table((tmp_path / "summary.md").read_text(encoding="utf-8"))
     assert len(table) == 5, table
     by_id = {row["id"].split("/")[1] if "/" in row["id"] else row["id"]: row for row in table}
@@ -436,16 +438,16 @@ def test_discover_names_learners_and_clashes(tmp_path):
     zipfile.ZipFile(tmp_path / "bob.zip", "w").close()
     zipfile.ZipFile(tmp_path / "carol.ZIP", "w").close()
     (tmp_path / "notes.txt").write_text("x")
-    learners, ignored = batch.discover(tmp_path)
+    learners, ignored = classbook.discover(tmp_path)
     assert [x.id for x in learners] == ["alice", "bob", "carol"]
     assert learners[1].problem and "keep only one" in learners[1].problem
     assert ignored == ["notes.txt"]
 
 
 def test_out_dir_is_the_csv_without_its_suffix():
-    assert batch.default_out_dir(Path("marks/grades.csv")) == Path("marks/grades")
+    assert classbook.default_out_dir(Path("marks/grades.csv")) == Path("marks/grades")
     with pytest.raises(ValueError):
-        batch.default_out_dir(Path("grades"))
+        classbook.default_out_dir(Path("grades"))
 
 
 def test_hostile_learners_never_stop_the_honest_ones(tmp_path, monkeypatch):

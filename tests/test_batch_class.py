@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder import batch
-from autograder.sandbox import BwrapLauncher
+from autograder.boundary.launcher import BwrapLauncher
+from autograder.frontends import batch
 from lumen.stages import STAGE_NAMES, SUBMISSION_FILES
 from tests.test_forgery import FORGERIES
 from tests.test_grader_attacks import ATTACKS, HONEST, HOSTILE, LIFTING, POOLING

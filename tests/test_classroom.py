@@ -31,10 +31,11 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autograder import classroom, classroom_runner, report
+from autograder.boundary.launcher import BwrapLauncher
+from autograder.frontends import classroom, classroom_runner
 from autograder.results import TestResult, score
 from autograder.rubric import load
-from autograder.sandbox import BwrapLauncher
+from autograder.views import report
 from lumen.stages import STAGE_NAMES
 from tests.variants.build import make_submission
 from tests.variants.tying import MISTAKES as TYING_MISTAKES
@@ -304,7 +305,7 @@ def test_template_is_the_handout_and_the_workflow(tmp_path):
     files = classroom.template_files("visible")
     assert classroom.WORKFLOW in files and "exercises/embeddings.py" in files
     assert "README.md" in files and "requirements.txt" in files
-    assert files[classroom.RUNNER_SCRIPT] == (ROOT / "autograder" /
+    assert files[classroom.RUNNER_SCRIPT] == (ROOT / "autograder" / "frontends" /
                                               "classroom_runner.py").read_bytes()
     assert not [n for n in files if n.startswith(("autograder/", "lumen/", "solutions/"))]
     hidden = classroom.template_files("hidden", repository="course/grader")

@@ -57,9 +57,9 @@ def _dispatch(argv: list[str], monkeypatch, tmp_path: Path) -> tuple[str, tuple,
     args = argv[2:]
     seen = []
     monkeypatch.setattr(cli, "_sandbox_ready", lambda kind: True)
-    monkeypatch.setattr("autograder.batch.run",
+    monkeypatch.setattr("autograder.frontends.batch.run",
                         lambda *a, **k: seen.append(("grade-batch", a, k)) or 0)
-    monkeypatch.setattr("autograder.shards.merge",
+    monkeypatch.setattr("autograder.frontends.shards.merge",
                         lambda *a, **k: seen.append(("merge-shards", a, k)) or 0)
     if args[0] == "grade-batch":
         (tmp_path / args[1].lstrip("/")).mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,4 @@
-"""What goes out is escaped for where it goes (autograder/escape.py).
+"""What goes out is escaped for where it goes (autograder/views/escape.py).
 
 Learner-chosen names (submission folders and zips, notebook file names) and learner text
 (written answers, printed output, messages) reach every file the grader writes. Each file is
@@ -22,9 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from autograder import batch, escape, exports, nbgrade, report
+from autograder.frontends import batch, classbook, exports, nbgrade
+from autograder.frontends.summary import write_summary
 from autograder.results import TestResult, score
 from autograder.rubric import load
+from autograder.views import escape, report
 from lumen.stages import STAGE_NAMES, SUBMISSION_FILES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -130,7 +132,7 @@ def _mistake(stage: str, message: str) -> dict:
 
 
 def hostile_rows() -> list[dict]:
-    """Batch rows as ``batch.collect`` makes them: a hostile name, a hostile message and a
+    """Batch rows as ``classbook.collect`` makes them: a hostile name, a hostile message and a
     hostile note on every learner, some not graded."""
     rows = []
     for i, name in enumerate(HOSTILE_NAMES):
@@ -146,7 +148,7 @@ def hostile_rows() -> list[dict]:
 
 def test_grades_csv_has_no_formula_and_keeps_numbers(tmp_path):
     rows = hostile_rows()
-    batch.write_csv(tmp_path / "grades.csv", rows)
+    classbook.write_csv(tmp_path / "grades.csv", rows)
     read = _rows(tmp_path / "grades.csv")
     assert_no_formula(read)
     header, *body = read
@@ -164,7 +166,7 @@ def test_honest_grades_csv_is_unchanged(tmp_path):
              "seconds": 3.25, "notes": []},
             {"learner": "bob", "total": None, "stages": {}, "seconds": None,
              "notes": ["not graded: both bob and bob.zip: keep only one"]}]
-    batch.write_csv(tmp_path / "grades.csv", rows)
+    classbook.write_csv(tmp_path / "grades.csv", rows)
     assert (tmp_path / "grades.csv").read_text() == (
         f"learner,total,{','.join(STAGE_NAMES)},seconds,notes\n"
         "alice,92.5,20,12.5,,,,,3.25,\n"
@@ -218,7 +220,7 @@ def test_summary_md_renders_no_learner_markup(tmp_path):
     import markdown_it
 
     rows = hostile_rows()
-    batch.write_summary(tmp_path, rows)
+    write_summary(tmp_path, rows)
     text = (tmp_path / "summary.md").read_text(encoding="utf-8")
     assert not CONTROL.search(text.replace("\n", ""))
     for render in (markdown_it.MarkdownIt("gfm-like").render, _mistune()):

@@ -25,10 +25,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from autograder import report
 from autograder.grading import Grader
 from autograder.rubric import load as load_rubric
 from autograder.suites import values
+from autograder.views import report
 from lumen.stages import STAGE_NAMES
 from tests.test_forgery import payload
 from tests.variants.build import make_submission

@@ -20,9 +20,10 @@ from pathlib import Path
 import pytest
 
 from autograder import __main__ as cli
-from autograder import exports, report
+from autograder.frontends import exports
 from autograder.results import TestResult, score
 from autograder.rubric import load
+from autograder.views import report
 from lumen.stages import STAGE_NAMES
 
 ROSTER = """\

@@ -1,10 +1,10 @@
 """Fail closed: learner code never runs unsandboxed unless the operator asks for it by name,
 never as a user who can read the grader's files, and operator notes never reach a learner.
 
-Every front end's ``--sandbox`` is ``autograder/sandbox.py``'s one option: bwrap by default,
-where a bwrap that is missing or cannot start is an error naming the fix (exit 2, no grade),
-never a quiet plain process. ``unsafe-process`` run as root still gives each stage process an
-unprivileged user and a private root (``sandboxed/isolation.py``): the attacks below, written
+Every front end's ``--sandbox`` is ``autograder/boundary/launcher.py``'s one option: bwrap by
+default, where a bwrap that is missing or cannot start is an error naming the fix (exit 2, no
+grade), never a quiet plain process. ``unsafe-process`` run as root still gives each stage process
+an unprivileged user and a private root (``sandboxed/isolation.py``): the attacks below, written
 by someone who knows where everything lives, find nothing of the grader in either mode.
 """
 
@@ -19,11 +19,18 @@ from pathlib import Path
 
 import pytest
 
-from autograder import report, sandbox
 from autograder.__main__ import main
+from autograder.boundary.client import Limits
+from autograder.boundary.launcher import (
+    FIRST_UID,
+    GRADER,
+    BwrapLauncher,
+    PlainLauncher,
+    choose_launcher,
+    view,
+)
 from autograder.grading import Grader, GraderError
-from autograder.sandbox import FIRST_UID, BwrapLauncher, PlainLauncher, choose_launcher
-from autograder.worker_client import Limits
+from autograder.views import report
 from lumen.stages import SUBMISSION_FILES
 from tests.variants.build import make_submission
 
@@ -205,7 +212,7 @@ def test_unsafe_mode_as_root_confines_every_stage_process(monkeypatch):
     assert launcher.uses_uids() and launcher.child_limits(200_000)["uid"] == 200_000
     args = launcher.command(Path("w.py"), Path("/x"), Path("/r"), Path("/s"))
     shown = json.loads(args[args.index("--private-root") + 1])
-    assert shown == json.loads(json.dumps(sandbox.view(Path("/x"), sandbox.GRADER, False)))
+    assert shown == json.loads(json.dumps(view(Path("/x"), GRADER, False)))
     assert not any(inside == str(REPO) or inside.startswith(str(REPO) + "/lumen")
                    or inside.startswith(str(REPO) + "/autograder")
                    for _, inside in shown["read_only"])
@@ -226,7 +233,8 @@ def test_operator_notes_never_reach_the_learner(tmp_path, capsys):
     """Gradescope's top-level output and test entries, the batch's feedback.txt, the
     Classroom step's printed summary: none says how the sandbox ran; the operator's stderr and
     extra_data (instructors only) do."""
-    from autograder import batch, classroom
+    from autograder.frontends import batch, classbook, classroom
+    from autograder.frontends.summary import write_summary
 
     folder = make_submission(tmp_path / "bob", {"embeddings:Embedding.forward":
                                                 "def forward(self, ids):\n    return 0\n"})
@@ -249,8 +257,8 @@ def test_operator_notes_never_reach_the_learner(tmp_path, capsys):
     _learner_sees(reply["results"]["output"], "the batch's results.json output")
     (tmp_path / "grades" / "bob").mkdir(parents=True)
     (tmp_path / "grades" / "bob" / "results.json").write_text(json.dumps(reply["results"]))
-    batch.write_summary(tmp_path / "grades", batch.collect(
-        [batch.Learner("bob", folder)], tmp_path / "grades"))
+    write_summary(tmp_path / "grades", classbook.collect(
+        [classbook.Learner("bob", folder)], tmp_path / "grades"))
     summary = (tmp_path / "grades" / "summary.md").read_text()
     assert "Not graded in bubblewrap" in summary and "unsafe-process" in summary, summary
 
@@ -299,7 +307,7 @@ def test_a_private_root_that_cannot_be_built_stops_the_worker_not_a_stage(monkey
     monkeypatch.syspath_prepend(str(REPO / "autograder" / "sandboxed"))
     import isolation  # the worker's own module, as the zygote imports it
 
-    good = json.dumps(sandbox.view(REPO / "autograder" / "sandboxed", sandbox.GRADER, False))
+    good = json.dumps(view(REPO / "autograder" / "sandboxed", GRADER, False))
     try:
         isolation.confine_to(good)
         broken = json.loads(good)

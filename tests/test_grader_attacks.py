@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from autograder.boundary.client import Limits
+from autograder.boundary.launcher import BwrapLauncher
 from autograder.grading import Grader
-from autograder.sandbox import BwrapLauncher
-from autograder.worker_client import Limits
 from tests.variants.build import make_submission
 
 REPO = Path(__file__).resolve().parents[1]
@@ -509,7 +509,7 @@ def test_memory_of_the_whole_sandbox_is_bounded(tmp_path):
     """Where a memory cgroup can be made, the sandbox's processes together cannot use more than
     its bound, even when each stays under its own address-space limit (a GPU runner has only
     this bound). Four processes touching 400 MiB each do not all survive a 1 GiB sandbox."""
-    from autograder.sandbox import memory_cgroup
+    from autograder.boundary.launcher import memory_cgroup
 
     folder, _ = memory_cgroup(1 << 30)
     if folder is None:

@@ -15,18 +15,18 @@ REPO = Path(__file__).resolve().parents[1]
 
 def _with_default(name: str, value: float) -> tuple:
     """Limits' constructor defaults with ``name`` changed (its field order)."""
-    from autograder.worker_client import Limits
+    from autograder.boundary.client import Limits
 
     return tuple(value if f.name == name else f.default for f in dataclasses.fields(Limits))
 
 
 def test_a_worker_that_never_starts_gives_no_grade(tmp_path, monkeypatch, capsys):
-    from autograder import sandbox
+    from autograder.boundary import launcher
 
-    monkeypatch.setattr(sandbox.BwrapLauncher, "command",
+    monkeypatch.setattr(launcher.BwrapLauncher, "command",
                         lambda self, *a, **k: ["sleep", "30"])
-    monkeypatch.setattr(sandbox.PlainLauncher, "command", lambda self, *a, **k: ["sleep", "30"])
-    monkeypatch.setattr("autograder.worker_client.Limits.__init__.__defaults__",
+    monkeypatch.setattr(launcher.PlainLauncher, "command", lambda self, *a, **k: ["sleep", "30"])
+    monkeypatch.setattr("autograder.boundary.client.Limits.__init__.__defaults__",
                         _with_default("startup_seconds", 1.0))
     out = tmp_path / "results.json"
     code = cli.main(["grade", str(REPO / "lumen"), "--out", str(out)])
@@ -73,7 +73,7 @@ def test_grade_batch_retries_then_marks_a_grading_error(tmp_path, monkeypatch):
     import csv
     import io
 
-    from autograder import batch
+    from autograder.frontends import batch
 
     submissions = tmp_path / "submissions"
     for learner in ("alice", "bob"):

@@ -24,9 +24,10 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from autograder import gradescope, report
+from autograder.boundary.launcher import GRADER
+from autograder.frontends import gradescope
 from autograder.results import Grade, StageGrade, TestResult
-from autograder.sandbox import GRADER
+from autograder.views import report
 from lumen.stages import STAGE_NAMES, SUBMISSION_FILES
 from tests.variants.build import make_submission
 
@@ -136,7 +137,7 @@ def test_setup_fails_the_build_without_a_working_bubblewrap(autograder_zip, tmp_
 
 
 def test_setup_probes_bubblewrap_as_the_grader_does(autograder_zip):
-    from autograder.sandbox import PROBE
+    from autograder.boundary.launcher import PROBE
 
     with zipfile.ZipFile(autograder_zip) as archive:
         setup = archive.read("setup.sh").decode()
@@ -221,7 +222,7 @@ def test_make_gradescope_passes_the_visibility(tmp_path):
     """`make gradescope VISIBILITY=...` builds a run_autograder with that visibility."""
     done = subprocess.run(["make", "-n", "gradescope", "VISIBILITY=hidden"], cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
-    (line,) = [c for c in done.stdout.splitlines() if "-m autograder.gradescope" in c]
+    (line,) = [c for c in done.stdout.splitlines() if "-m autograder.frontends.gradescope" in c]
     argv = shlex.split(line.replace("build/autograder.zip", str(tmp_path / "a.zip")))
     subprocess.run([sys.executable, *argv[1:]], cwd=ROOT, check=True, capture_output=True,
                    timeout=120)

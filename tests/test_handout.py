@@ -243,8 +243,8 @@ def test_the_python_each_readme_names_installs_the_pinned_packages():
 def test_the_handout_installs_the_cpu_build_of_torch_as_classroom_does():
     """PyPI's Linux torch is the CUDA build (gigabytes): the README's torch line takes the CPU
     wheel index the Classroom workflow uses, and says why."""
-    from autograder.classroom import CPU_INDEX
-    from autograder.gradescope import DEFAULT_TORCH
+    from autograder.frontends.classroom import CPU_INDEX
+    from autograder.frontends.gradescope import DEFAULT_TORCH
 
     readme = handout.README.read_text(encoding="utf-8")
     commands = [line.split(" #", 1)[0].strip() for block in re.findall(r"```sh\n(.*?)```",

@@ -4,7 +4,7 @@ Every stage process is started at once and loads the submission side by side; th
 grades the stages one after another. Under load, a later stage was read more than the import
 limit after it started, and correct code was told that "importing the submission did not finish"
 (found by issue 18's measurements: the scaffold tests failed so on a busy machine). Each stage's
-answer is now read as it comes, in a thread of the grader's (worker_client.StageSession.start).
+answer is now read as it comes, in a thread of the grader's (boundary/client.StageSession.start).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from autograder.boundary.client import Limits, StageSession
 from autograder.grading import Grader
-from autograder.worker_client import Limits, StageSession
 from tests.variants.build import make_submission
 
 IMPORT_SECONDS = 2.0

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from autograder.boundary.intake import STAND_IN, UNUSABLE, learner_frames
 from autograder.grading import Grader
-from autograder.submission import STAND_IN, UNUSABLE, learner_frames
 from autograder.suites.feedback import describe_error
 from lumen.stages import SUBMISSION_FILES
 

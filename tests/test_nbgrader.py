@@ -24,7 +24,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import nbgrade
+from autograder.frontends import nbgrade
 from autograder.grading import Grader
 from autograder.rubric import load as load_rubric
 from lumen.stages import STAGE_NAMES, SUBMISSION_FILES

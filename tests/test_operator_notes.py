@@ -22,8 +22,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import batch, classroom, nbgrade, report
+from autograder.frontends import batch, classbook, classroom, nbgrade
+from autograder.frontends.summary import SUMMARY, write_summary
 from autograder.grading import Grader
+from autograder.views import report
 from lumen.stages import STAGE_NAMES
 from solutions import notebook, release
 
@@ -119,8 +121,8 @@ def test_the_operator_still_reads_them(seen, tmp_path):
     if results["extra_data"]["sandbox"] == "bwrap":
         pytest.skip("summary.md names the sandbox only when a learner ran outside bubblewrap")
     (tmp_path / "alice").mkdir()
-    report.write_json(tmp_path / "alice" / batch.RESULTS, results)
-    rows = batch.collect([batch.Learner("alice", tmp_path / "alice")], tmp_path)
-    batch.write_summary(tmp_path, rows)
-    summary = (tmp_path / batch.SUMMARY).read_text(encoding="utf-8")
+    report.write_json(tmp_path / "alice" / classbook.RESULTS, results)
+    rows = classbook.collect([classbook.Learner("alice", tmp_path / "alice")], tmp_path)
+    write_summary(tmp_path, rows)
+    summary = (tmp_path / SUMMARY).read_text(encoding="utf-8")
     assert "Not graded in bubblewrap" in summary and "memory bound" in summary, summary

@@ -22,7 +22,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from autograder import classroom, gradescope, prairielearn, prairielearn_build
+from autograder.frontends import classroom, gradescope, prairielearn, prairielearn_build
 from lumen.stages import SUBMISSION_FILES
 from solutions import release
 from tests.variants.build import make_submission

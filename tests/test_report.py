@@ -1,11 +1,11 @@
-"""The terminal report (autograder/report.py) says everything it knows: every failing check of
+"""The terminal report (autograder/views/report.py) says everything it knows: every failing check of
 a stage by its title, the most specific diagnosis first, in full."""
 
 from __future__ import annotations
 
-from autograder import report
 from autograder.mistakes import TIMEOUT_ADVICE
 from autograder.results import Grade, StageGrade, TestResult
+from autograder.views import report
 
 
 def _result(name: str, passed: bool, message: str = "", output: str = "") -> TestResult:

@@ -34,7 +34,7 @@ PROBE = textwrap.dedent('''
     import json, sys, tempfile, zipfile
     from pathlib import Path
     import nbformat
-    from autograder import classroom, classroom_runner, gradescope, nbgrade
+    from autograder.frontends import classroom, classroom_runner, gradescope, nbgrade
     from autograder.rubric import load
     from solutions import notebook
 

@@ -7,7 +7,15 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from autograder.sandbox import GRADER, MERGED, REPO, RUN, SYSTEM, BwrapLauncher, python_paths
+from autograder import ROOT as REPO
+from autograder.boundary.launcher import (
+    GRADER,
+    MERGED,
+    RUN,
+    SYSTEM,
+    BwrapLauncher,
+    python_paths,
+)
 
 
 def _command(tmp_path: Path) -> list[str]:

@@ -26,10 +26,10 @@ from pathlib import Path
 
 import pytest
 
+from autograder.boundary.request import MODULES, stage_request
 from autograder.grading import Grader
-from autograder.report import gradescope, terminal
 from autograder.sandboxed import scaffolds
-from autograder.stage_request import MODULES, stage_request
+from autograder.views.report import gradescope, terminal
 from lumen import stages
 from solutions import release
 from tests.variants.build import make_submission

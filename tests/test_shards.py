@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder import batch, shards
-from autograder.escape import csv_text
+from autograder.frontends import batch, shards
+from autograder.views.escape import csv_text
 from lumen.stages import SUBMISSION_FILES
 from tests.variants.build import make_submission
 from tests.variants.embedding import MISTAKES
@@ -100,7 +100,7 @@ def test_each_shard_grades_its_part_and_the_merge_holds_the_class(graded):
 
 def test_the_merge_writes_what_a_single_run_renders_from_the_same_records(graded):
     """By construction: a single run ends by rendering the class files from the per-learner
-    records (batch.write_class_files); rerun over the merged folder (everyone graded, so it
+    records (classbook.write_class_files); rerun over the merged folder (everyone graded, so it
     only renders), it must leave every class-level byte as the merge wrote it."""
     root, _ = graded
     merged = root / "merged"
@@ -159,7 +159,7 @@ def test_shard_of_is_stable_and_not_pythons_salted_hash():
     random.Random(0).shuffle(more)
     assert {x: shards.shard_of(x, 4) for x in more if x in first} == first
     assert len(set(first.values())) == 4
-    code = ("from autograder.shards import shard_of; "
+    code = ("from autograder.frontends.shards import shard_of; "
             "print([shard_of(f'l{i}', 5) for i in range(30)])")
     seen = {subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                            env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in "12"}
@@ -301,7 +301,7 @@ def test_the_command_line_says_what_is_wrong(tmp_path):
 def test_the_merges_gradebook_exports_are_the_single_runs(graded, copies, tmp_path):
     """--export belongs to the merge: its gradebook files are byte for byte what grade-batch
     writes from the same records (rerun over the merged folder, it grades nobody)."""
-    from autograder.exports import load_roster
+    from autograder.frontends.exports import load_roster
 
     root, _ = graded
     roster = tmp_path / "roster.csv"

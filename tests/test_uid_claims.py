@@ -13,13 +13,13 @@ import sys
 
 import pytest
 
+from autograder.boundary.launcher import FIRST_UID, UIDS_PER_GRADER, claim_uids
 from autograder.results import GraderError
-from autograder.sandbox import FIRST_UID, UIDS_PER_GRADER, claim_uids
 
 CLAIM = """
 import sys
 from pathlib import Path
-from autograder.sandbox import claim_uids
+from autograder.boundary.launcher import claim_uids
 users, _ = claim_uids(Path(sys.argv[1]))
 print(users.start, flush=True)
 sys.stdin.read()  # held until the test closes our stdin

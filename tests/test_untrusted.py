@@ -1,6 +1,6 @@
 """Text from learner code is data: never a crash, never a terminal command, never unbounded.
 
-First the sanitiser itself (``autograder/untrusted.py``), then end to end: submissions whose
+First the sanitiser itself (``autograder/boundary/clean.py``), then end to end: submissions whose
 code raises, prints or returns hostile strings are graded, through the command line and a warm
 ``Grader``, and every report comes out whole, valid and without a raw control character.
 """
@@ -18,11 +18,11 @@ from xml.etree import ElementTree
 import pytest
 import torch
 
-from autograder import report
+from autograder.boundary.clean import MAX_NAME, MAX_OUTPUT, MAX_TEXT, clean, clean_reply, clean_text
+from autograder.boundary.client import Limits, StageSession
 from autograder.grading import Grader
 from autograder.sandboxed.protocol import MetaTensor, RemoteObject
-from autograder.untrusted import MAX_NAME, MAX_OUTPUT, MAX_TEXT, clean, clean_reply, clean_text
-from autograder.worker_client import Limits, StageSession
+from autograder.views import report
 from tests.variants.build import make_submission
 
 REPO = Path(__file__).resolve().parents[1]

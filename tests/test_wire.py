@@ -1,11 +1,12 @@
 """The wire between the grader and the learner's process, attacked as its owner would.
 
 The process that runs learner code can write anything to its socket, byte by byte, whenever it
-likes (``autograder/sandboxed/protocol.py``, ``autograder/worker_client.py``). Whatever it
+likes (``autograder/sandboxed/protocol.py``, ``autograder/boundary/client.py``). Whatever it
 sends must end as that learner's mistake or timeout, in bounded time and memory: never an
 internal "grading error" (a row the instructor must look at), never a GraderError, never a
-grade held open. Every reply is checked against its probe's schema (``autograder/replies.py``),
-and every value a schema lets through must be judged by the suites without an exception.
+grade held open. Every reply is checked against its probe's schema
+(``autograder/boundary/replies.py``), and every value a schema lets through must be judged by the
+suites without an exception.
 """
 
 from __future__ import annotations
@@ -23,14 +24,14 @@ import tracemalloc
 import pytest
 import torch
 
-from autograder import replies
+from autograder.boundary import replies
+from autograder.boundary.clean import clean
+from autograder.boundary.client import MALFORMED, Limits, Outcome, StageSession
 from autograder.grading import Grader
 from autograder.results import GraderError
 from autograder.sandboxed import protocol
 from autograder.sandboxed.probes import PROBES
 from autograder.sandboxed.protocol import MetaTensor, ProtocolError, RemoteObject
-from autograder.untrusted import clean
-from autograder.worker_client import MALFORMED, Limits, Outcome, StageSession
 from tests.variants.build import make_submission
 
 # --- the encoding: no data can pass for a marker ---------------------------------------------
@@ -281,7 +282,8 @@ def test_a_peer_that_never_reads_cannot_hold_a_send():
 
 def test_every_probe_has_a_reply_schema_and_every_schema_a_probe():
     assert set(replies.SCHEMAS) == set(PROBES), (
-        "a probe was added, renamed or removed: give it its reply schema in autograder/replies.py "
+        "a probe was added, renamed or removed: give it its reply schema in "
+        "autograder/boundary/replies.py "
         f"(missing: {sorted(set(PROBES) - set(replies.SCHEMAS))}, "
         f"stale: {sorted(set(replies.SCHEMAS) - set(PROBES))})")
 

@@ -82,8 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     last = (tests.stdout.strip().splitlines() or ["no output"])[-1]
     results.append(check("pytest -m cuda", tests.returncode == 0, last))
 
+    from autograder.boundary.client import Limits
     from autograder.grading import Grader
-    from autograder.worker_client import Limits
     from tests.variants.build import make_submission
 
     with tempfile.TemporaryDirectory() as tmp, Grader(device="cuda") as gpu, \

@@ -17,8 +17,8 @@ relied on by the grader and attacked in tests/test_grader_attacks.py:
 
 Under bubblewrap the worker's whole filesystem is already an allowlist. Without it
 (``--sandbox unsafe-process``) run as root, the zygote is given the same allowlist
-(``confine_to``, from ``autograder/sandbox.py``'s ``view``) and each stage process builds a
-private root of it and pivots into it (``private_root``) before dropping to its user: the
+(``confine_to``, from ``autograder/boundary/launcher.py``'s ``view``) and each stage process builds
+a private root of it and pivots into it (``private_root``) before dropping to its user: the
 grader's files, the repository and every submission are then not in its filesystem at all.
 Run as anyone else without bwrap, none of this is possible; ``enter_namespaces`` returns
 False and learner code runs as the operator's user, which the grader tells the operator.

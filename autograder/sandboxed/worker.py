@@ -508,7 +508,7 @@ def main() -> None:
     parser.add_argument("--socket", required=True)
     parser.add_argument("--scratch", required=True)
     parser.add_argument("--private-root", help="JSON: what a stage process's root holds "
-                        "(autograder/sandbox.py's view), where no bwrap has made one")
+                        "(autograder/boundary/launcher.py's view), where no bwrap has made one")
     args = parser.parse_args()
     isolation.confine_to(args.private_root)
     zygote(args.socket, args.scratch)

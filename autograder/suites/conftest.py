@@ -40,8 +40,8 @@ class _Direct:
     """Grades the --submission once per pytest session, for instructors running the suites."""
 
     def __init__(self, grader, submission: Path, seed: int | None) -> None:
+        from autograder.boundary.intake import prepare
         from autograder.grading import Submission
-        from autograder.submission import prepare
         from autograder.suites.plugin import GradingPlugin
 
         files = prepare(submission).files

@@ -18,7 +18,7 @@ from ..mistakes import CRASH_MARK, TIMEOUT_ADVICE
 from ..sandboxed.protocol import MetaTensor, RemoteObject
 
 if TYPE_CHECKING:  # the type only: the suites never reach into the worker
-    from ..worker_client import Outcome
+    from ..boundary.client import Outcome
 
 
 class Mistake(AssertionError):
@@ -30,9 +30,10 @@ class NotImplementedYet(Mistake):
 
 
 class Reply(dict):
-    """A probe's reply, or a dict in it. Its fields are the probe's (``autograder/replies.py``
-    checked them where the reply arrived); a key that may be absent (a probe's optional field,
-    a name in the learner's state_dict) is, when missing, the learner's mistake."""
+    """A probe's reply, or a dict in it. Its fields are the probe's
+    (``autograder/boundary/replies.py`` checked them where the reply arrived); a key that may be
+    absent (a probe's optional field, a name in the learner's state_dict) is, when missing, the
+    learner's mistake."""
 
     def __getitem__(self, key: str) -> object:
         if key not in self:

@@ -1,7 +1,7 @@
 """The pytest glue between the hidden suites and one submission's stage processes.
 
 ``Grader.grade`` (autograder/grading.py) registers a ``GradingPlugin`` for the submission's
-``Submission`` context; ``pytest autograder/suites --submission PATH [-m STAGE]`` makes one
+``Submission`` (a ``Context``); ``pytest autograder/suites --submission PATH [-m STAGE]`` makes one
 itself (``conftest.py``). Each test gets a ``learner`` fixture (probe calls into the learner's
 code for the test's stage) and its verdict is recorded as a ``TestResult``. Each suite module
 names its stage (``STAGE``), which also becomes the test's pytest marker.
@@ -9,7 +9,7 @@ names its stage (``STAGE``), which also becomes the test's pytest marker.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import pytest
 
@@ -18,14 +18,29 @@ from lumen.stages import STAGE_NAMES, stage
 from ..results import TestResult
 
 if TYPE_CHECKING:
-    from ..grading import Submission
-    from ..worker_client import StageSession
+    from ..boundary.client import StageSession
+
+
+class Context(Protocol):
+    """What the suites use of the submission being graded (``grading.Submission`` is one): the
+    suites depend on this, not on the pipeline that runs them, so no import runs back up."""
+
+    devices: list[str]
+    files: dict[str, str]  # the learner's file name -> text (the "written by hand" checks)
+    sessions: dict[str, StageSession]  # stage -> its process, once opened
+    results: list[TestResult]  # where each verdict goes
+
+    def session(self, stage: str) -> StageSession:
+        """``stage``'s process (opened on first use)."""
+
+    def test_seed(self, name: str) -> int:
+        """The seed of the hidden test ``name``, derived from the run's seed."""
 
 
 class GradingPlugin:
     """Provides the fixtures and records each hidden test's verdict."""
 
-    def __init__(self, context: Submission) -> None:
+    def __init__(self, context: Context) -> None:
         self.context = context
 
     def pytest_configure(self, config: pytest.Config) -> None:
@@ -41,7 +56,7 @@ class GradingPlugin:
             item.add_marker(getattr(pytest.mark, _stage_of(item)))
 
     @pytest.fixture
-    def grading(self) -> Submission:
+    def grading(self) -> Context:
         return self.context
 
     @pytest.fixture
@@ -95,9 +110,10 @@ def _verdict(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport
             result.not_implemented = isinstance(error, NotImplementedYet)
         else:
             # A bug in the grader, and only that: whatever the learner's process sends arrives
-            # as an Outcome, checked against its probe's schema (worker_client, replies.py),
-            # and the suites judge every schema-valid value with a Mistake (tests/test_wire.py
-            # feeds them random ones). Say so; never show its traceback to the learner.
+            # as an Outcome, checked against its probe's schema (boundary/client.py,
+            # boundary/replies.py), and the suites judge every schema-valid value with a Mistake
+            # (tests/test_wire.py feeds them random ones). Say so; never show its traceback to
+            # the learner.
             result.grader_error = True
             result.message = (
                 f"internal grader error ({type(error).__name__}: {error}); "

@@ -44,7 +44,7 @@ from autograder.suites.feedback import (
 from autograder.suites.promises.sweeps import EDGE_VOCAB, edge_ids, top_id, wrap_hint
 
 if TYPE_CHECKING:
-    from autograder.worker_client import Outcome
+    from autograder.boundary.client import Outcome
 
 STAGE = "embedding"
 MODULE = "embeddings"

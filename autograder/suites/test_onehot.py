@@ -41,7 +41,7 @@ from autograder.suites.promises.sweeps import EDGE_VOCAB, edge_ids, top_id, wrap
 from lumen import embeddings as ref
 
 if TYPE_CHECKING:
-    from autograder.worker_client import Outcome
+    from autograder.boundary.client import Outcome
 
 STAGE = "onehot"
 MODULE = "embeddings"

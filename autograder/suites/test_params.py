@@ -20,9 +20,9 @@ import math
 
 import torch
 
+from autograder.boundary.client import is_stub_message
 from autograder.suites import values
 from autograder.suites.feedback import Mistake, NotImplementedYet, unwrap
-from autograder.worker_client import is_stub_message
 from lumen import params as ref
 
 STAGE = "params"

@@ -3,8 +3,8 @@
 `make release` copies this file, the lab's source notebook (source/embedding_layer/lab.ipynb)
 and exercises/ into a scratch course and runs nbgrader generate_assignment there.
 `python -m autograder nbgrade` (make nbgrade) grades submissions in a course folder built from
-it, adding the grading settings (autograder/nbgrade.py). An instructor who runs nbgrader's own
-commands in that folder gets the same settings.
+it, adding the grading settings (autograder/frontends/nbgrade.py). An instructor who runs
+nbgrader's own commands in that folder gets the same settings.
 """
 
 c = get_config()  # noqa: F821 - nbgrader defines it while it reads this file

@@ -22,10 +22,11 @@ from pathlib import Path
 
 from lumen.stages import parse_stub_message
 
-from . import phases, replies
-from .untrusted import clean_reply, clean_text  # every reply from learner code: cleaned once
+from .. import ROOT, phases
+from . import replies
+from .clean import clean_reply, clean_text  # every reply from learner code: cleaned once
 
-SANDBOXED = Path(__file__).resolve().parent / "sandboxed"
+SANDBOXED = ROOT / "autograder" / "sandboxed"
 MAX_TIMEOUTS = 2  # per stage: after that its remaining probes fail at once
 PRINTED_LIMIT = 4000  # characters of a test's printed output shown to the learner
 #: Why an answer is the learner's when it is not what the grader's probe sends.
@@ -68,7 +69,7 @@ def error_dict(value: object, files: dict[str, str]) -> dict:
     """An exception as the worker describes it, whatever the learner's process sent: always
     ``type`` and ``message`` strings, ``where`` a list of strings (only frames quoting the
     learner's own ``files``: ``submission.learner_frames``), ``not_implemented`` a bool."""
-    from .submission import learner_frames
+    from .intake import learner_frames
 
     value = value if isinstance(value, dict) else {}
     where = value.get("where")
@@ -224,7 +225,7 @@ class StageSession:
     """Probe calls for one stage, in one worker child, reopened if the child dies."""
 
     def __init__(self, worker: Worker, request, deadline: float) -> None:
-        """``request``: the stage_request.StageRequest its process is sent."""
+        """``request``: the request.StageRequest its process is sent."""
         self.worker = worker
         self.deadline = deadline  # time.monotonic() by which the whole submission must be done
         self.stage_deadline: float | None = None  # the stage's own, from its first call
@@ -277,7 +278,7 @@ class StageSession:
     def start(self) -> None:
         """Fork this stage's child and send it the submission, without waiting for it to load:
         the children of all stages load side by side while the first stage is graded."""
-        from .sandboxed import protocol
+        from ..sandboxed import protocol
 
         if self._started is None:
             self.connect()
@@ -304,7 +305,7 @@ class StageSession:
         """The child's answer to the submission, or what reading it raised, by ``deadline``
         (in its own thread: ``start``). Only this thread reads ``sock`` until ``_open``
         has joined it."""
-        from .sandboxed import protocol
+        from ..sandboxed import protocol
 
         try:
             self._loaded = (protocol.recv(sock, deadline), None)
@@ -313,7 +314,7 @@ class StageSession:
 
     def _open(self) -> Outcome | None:
         """Connect and load the submission; an Outcome if that already failed."""
-        from .sandboxed import protocol
+        from ..sandboxed import protocol
 
         self.start()
         deadline = self._import_deadline()
@@ -382,8 +383,8 @@ class StageSession:
         The call ends by one absolute deadline: the probe's ``timeout`` (the limit's by
         default) from now, the stage's, or the submission's, whichever comes first. A reply
         still not all there by then is the learner's timeout, and its process is ended."""
-        from .sandboxed import protocol
-        from .sandboxed.probes import PROBES
+        from ..sandboxed import protocol
+        from ..sandboxed.probes import PROBES
 
         if probe not in PROBES:  # checked here, where an answer cannot be forged
             raise RuntimeError(f"the hidden suite asked for an unknown probe {probe!r}")

@@ -3,7 +3,7 @@
 Every string in a reply from the process that runs learner code (an exception's type, message
 and traceback lines, what the code printed, dict keys and string values, the type names of
 returned objects) was chosen by the learner. ``clean_reply`` is applied once, where a reply
-enters the grader (``worker_client.StageSession``), so everything after it (scores, messages,
+enters the grader (``boundary/client.StageSession``), so everything after it (scores, messages,
 results.json, feedback, JUnit) handles ordinary text only. The rules, in order:
 
 1. **Encodable**: lone surrogates (``"\\ud800"``, or undecodable bytes that Python carried as
@@ -90,7 +90,7 @@ def clean_text(text: object, limit: int = MAX_TEXT, keep_lines: bool = False) ->
 def clean(value: object, limit: int = MAX_TEXT, depth: int = 0) -> object:
     """A decoded reply with every string in it cleaned: dict keys, string values, the type
     names of described objects. Tensors, numbers, booleans and None pass through."""
-    from .sandboxed.protocol import RemoteObject  # imports torch: only once replies arrive
+    from ..sandboxed.protocol import RemoteObject  # imports torch: only once replies arrive
 
     def walk(value: object, depth: int) -> object:
         if value is None or isinstance(value, bool | int | float):

@@ -35,7 +35,7 @@ class StageRequest:
     foreign: dict[str, list[str]]  # module -> the qualnames the other stages own (scaffolded)
     given: dict[str, str]  # module -> the learner's stub file: the fallback of a broken module
     files: dict[str, str]  # the learner's files, name -> text
-    limits: dict  # what the process may use (memory, user id, ...: autograder/sandbox.py)
+    limits: dict  # what the process may use (memory, user id, ...: autograder/boundary/launcher.py)
 
     def message(self) -> dict:
         """The request as the worker reads it (plain data for the wire)."""

@@ -8,7 +8,7 @@ No scheduler of our own: a Slurm job array, a Kubernetes Indexed Job or a GitHub
 Which learner a shard grades: ``shard_of`` hashes the learner's id (the submission's folder or
 zip name) with SHA-256, never Python's ``hash()``, which is salted per process, so the same
 learner falls in the same shard on every node, whatever the order of the folders and however
-many learners are added. A shard is a batch like any other (``autograder/batch.py``): it
+many learners are added. A shard is a batch like any other (``autograder/frontends/batch.py``): it
 resumes where it stopped, and one that died is rerun alone.
 
 What crosses from shard to merge: each shard writes, when it finishes (never after Ctrl-C, a
@@ -24,7 +24,7 @@ wrote it.
 
 Byte for byte by construction: the merge renders grades.csv, summary.md, histogram.png and the
 gradebook exports from the per-learner records with the code a single run ends with
-(``batch.write_class_files``), so a merge and a single run over the same records write the same
+(``classbook.write_class_files``), so a merge and a single run over the same records write the same
 bytes. What two gradings of one learner never share (the seed drawn per learner, the seconds it
 took) lives in the per-learner records, which the merge copies unchanged.
 """
@@ -41,9 +41,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .escape import terminal
-from .report import write_atomic, write_json
-from .untrusted import MAX_NAME
+from ..boundary.clean import MAX_NAME
+from ..views.escape import terminal
+from ..views.report import write_atomic, write_json
 
 MANIFEST = ".shard.json"  # a dot name: discover() never takes it for a learner
 MERGED = ".merged.json"  # marks a folder merge-shards wrote, which a later merge may refresh
@@ -116,7 +116,7 @@ def grader_version() -> str:
 
 
 def rubric_version() -> str:
-    from .rubric import RUBRIC
+    from ..rubric import RUBRIC
 
     return hashlib.sha256(RUBRIC.read_bytes()).hexdigest()
 
@@ -164,7 +164,7 @@ def write_manifest(out_dir: Path, shard: tuple[int, int], everyone: list[str],
                    mine: list[str], options: dict, started_with: dict[str, str]) -> None:
     """The shard's manifest, written last, once the shard finished (``batch.run``);
     ``started_with``: ``versions()`` as the shard started."""
-    from .worker_client import Limits  # None means its default: the same verdicts
+    from ..boundary.client import Limits  # None means its default: the same verdicts
 
     records = {}
     for learner in mine:
@@ -371,11 +371,11 @@ def merge(paths: list[Path], out: Path, exports: list[str] | None = None, roster
     """Merge the shards at ``paths`` into ``out`` (the class CSV) and its folder, as one
     ``grade-batch`` over the whole class writes them. Returns the exit status: 0 every learner
     graded, 1 some not (their rows say why; rerun their shard), 2 refused or not written."""
-    from . import batch
+    from . import classbook
 
     progress = progress or sys.stderr
     try:
-        out_dir = batch.default_out_dir(out)
+        out_dir = classbook.default_out_dir(out)
         shards = [load(p) for p in paths]
         holder = check(shards)
         _prepare_out_dir(out_dir, shards)
@@ -388,9 +388,9 @@ def merge(paths: list[Path], out: Path, exports: list[str] | None = None, roster
     except (ShardError, ValueError) as error:
         print(f"error: {error}", file=progress)
         return 2
-    learners = [batch.Learner(x, out_dir / x) for x in sorted(holder)]
+    learners = [classbook.Learner(x, out_dir / x) for x in sorted(holder)]
     print(f"merged {len(shards)} shards: {len(learners)} learners", file=progress)
-    rows, exported = batch.write_class_files(learners, out, out_dir, {}, exports, roster,
+    rows, exported = classbook.write_class_files(learners, out, out_dir, {}, exports, roster,
                                              assignment, progress)
     if not exported:
         return 2

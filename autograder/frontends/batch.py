@@ -14,30 +14,31 @@ grades/)::
                                 (one row per mistake id, each learner once) and their messages
     grades/histogram.png        the score histogram
     grades-canvas.csv, ...      with --export canvas,moodle,csv and --roster: the gradebook
-                                files an LMS imports (``autograder/exports.py``)
+                                files an LMS imports (``autograder/frontends/exports.py``)
 
 A learner whose results.json exists is skipped, so a killed batch resumes where it stopped
 (``--force`` regrades everyone); Ctrl-C and SIGTERM write the CSV and summary first. Every file
 is written atomically (with the umask's permissions) and the CSV and summary are rebuilt from
 the results.json files at the end, so a kill never leaves a half-written row.
 ``--shard K/N`` grades only the learners of shard K, and writes the manifest ``merge-shards``
-checks once it has finished (``autograder/shards.py``).
+checks once it has finished (``autograder/frontends/shards.py``).
 
-``--jobs N`` runs N grading processes (``python -m autograder.batch --serve``), each with one
-warm ``Grader``: torch is imported N times per batch, not once per learner. A learner whose
+``--jobs N`` runs N grading processes (``python -m autograder.frontends.batch --serve``), each with
+one warm ``Grader``: torch is imported N times per batch, not once per learner. A learner whose
 grading fails (the grader's fault, not theirs), or whose files cannot be written, gets an
 error.txt where possible and an empty row saying why, and the batch goes on: no learner's
 failure ends a grading thread. Only a broken rubric, or a grader that fails on the first
 submissions before grading any, stops it.
+
+This module is the pool of grading processes and the run; who is in the class and the files
+rebuilt from the records are the class book (``classbook.py``), the summary ``summary.py``.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
 import gc
-import io
 import json
 import os
 import select
@@ -46,67 +47,28 @@ import subprocess
 import sys
 import threading
 import time
-from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from lumen.stages import STAGE_NAMES
 
-from .escape import csv_number, csv_text, markdown_inline, markdown_text, terminal
-from .mistakes import KINDS, kind, mistake_id
-from .report import write_atomic, write_json
-from .untrusted import MAX_NAME
-from .words import counted
+from .. import ROOT
+from ..boundary.clean import MAX_NAME
+from ..views.escape import terminal
+from ..views.report import write_atomic, write_json
+from ..words import counted
+from .classbook import (
+    ERROR,
+    FEEDBACK,
+    RESULTS,
+    default_out_dir,
+    discover,
+    write_class_files,
+)
 
-REPO = Path(__file__).resolve().parents[1]
-RESULTS, FEEDBACK, ERROR = "results.json", "feedback.txt", "error.txt"
-SUMMARY, HISTOGRAM = "summary.md", "histogram.png"
 JOB_SECONDS = 600.0  # one learner, including a fresh worker's start: then the process is ended
 GIVE_UP_AFTER = 3  # grader failures before any success: the grader is broken, not the learners
 INTERRUPTED = "interrupted"  # why the batch stopped after Ctrl-C or SIGTERM
-
-
-@dataclass
-class Learner:
-    """One entry of the submissions folder."""
-
-    id: str
-    path: Path
-    problem: str | None = None  # why it cannot be graded at all (a name clash)
-
-
-def default_out_dir(out: Path) -> Path:
-    """The per-learner folder next to the CSV: grades.csv -> grades/."""
-    if not out.suffix:
-        raise ValueError(f"--out {out}: give the CSV a suffix (grades.csv), its folder takes "
-                         "the name without it")
-    return out.with_suffix("")
-
-
-def discover(submissions: Path, skip: tuple[Path, ...] = ()) -> tuple[list[Learner], list[str]]:
-    """The learners in ``submissions`` (sorted by id) and the entries that are not one."""
-    found: dict[str, list[Path]] = defaultdict(list)
-    ignored = []
-    skip_resolved = {p.resolve() for p in skip}
-    for entry in sorted(submissions.iterdir()):
-        if entry.name.startswith((".", "__MACOSX")) or entry.resolve() in skip_resolved:
-            continue
-        if entry.is_dir():
-            found[entry.name].append(entry)
-        elif entry.is_file() and entry.suffix.lower() == ".zip":
-            found[entry.name[: -len(".zip")]].append(entry)
-        else:
-            ignored.append(entry.name)
-    learners = []
-    for learner, paths in sorted(found.items()):
-        problem = None
-        if len(paths) > 1:
-            problem = f"both {' and '.join(p.name for p in paths)}: keep only one"
-        elif learner in (SUMMARY, HISTOGRAM):
-            problem = f"a learner may not be called {learner!r} (the summary's name): rename it"
-        learners.append(Learner(learner, paths[0], problem))
-    return learners, ignored
 
 
 # --- the grading process ---------------------------------------------------------------------
@@ -127,8 +89,8 @@ def _without_folder(value: object, folder: str) -> object:
 
 def grade_one(grader, job: dict) -> dict:
     """Grade one learner with a warm ``grader``; the files to write, as text."""
-    from . import report
-    from .submission import syntax_notes
+    from ..boundary.intake import syntax_notes
+    from ..views import report
 
     path = Path(job["path"])
     result = grader.grade(path, stages=job.get("stages"))
@@ -147,9 +109,9 @@ def serve(config: dict) -> int:
     """A grading process: read jobs (JSON lines) on stdin, answer each on stdout."""
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # whatever else prints goes to the log, never into the replies
-    from .grading import Grader, GraderError
-    from .rubric import RubricError
-    from .worker_client import Limits
+    from ..boundary.client import Limits
+    from ..grading import Grader, GraderError
+    from ..rubric import RubricError
 
     grader = None
 
@@ -202,14 +164,14 @@ class GradingProcess:
 
     def start(self) -> None:
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "autograder.batch", "--serve",
+                [sys.executable, "-m", "autograder.frontends.batch", "--serve",
                  json.dumps({**self.config, "index": self.index})],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
-                cwd=REPO, start_new_session=True)
+                cwd=ROOT, start_new_session=True)
 
     def grade(self, job: dict, timeout: float = JOB_SECONDS) -> dict:
         if self.proc is None or self.proc.poll() is not None:
@@ -324,7 +286,7 @@ def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
     """Grade every learner in ``submissions``; write ``out`` (the CSV) and ``out_dir``.
 
     ``shard`` (K, N): only the learners ``shards.shard_of`` puts in shard K of N, with a
-    manifest for ``merge-shards`` once the shard has finished (``autograder/shards.py``).
+    manifest for ``merge-shards`` once the shard has finished (``autograder/frontends/shards.py``).
 
     ``exports`` (``exports.FORMATS``) with a checked ``exports.Roster``: the gradebook files
     an LMS imports, next to ``out``, named ``assignment`` there.
@@ -443,236 +405,8 @@ def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
     return 1 if any(row["total"] is None for row in rows) else 0
 
 
-def write_class_files(learners: list[Learner], out: Path, out_dir: Path,
-                      failures: dict[str, str], exports: list[str] | None, roster,
-                      assignment: str | None, progress) -> tuple[list[dict], bool]:
-    """grades.csv, summary.md, the histogram and the gradebook files, all rendered from the
-    per-learner records: a single run ends with this, and ``merge-shards`` calls it on the
-    shards' records, so both write the same bytes for the same records. Returns the rows and
-    whether the gradebook files could be written."""
-    rows = collect(learners, out_dir, failures)
-    write_csv(out, rows)
-    write_summary(out_dir, rows)
-    print(f"wrote {out}, {out_dir / SUMMARY}", file=progress)
-    return rows, _write_exports(out, rows, exports, roster, assignment, progress)
-
-
-def _write_exports(out: Path, rows: list[dict], formats: list[str] | None, roster,
-                   assignment: str | None, progress) -> bool:
-    """The gradebook files (``autograder/exports.py``), and who is not in them and why;
-    False if they could not be written."""
-    if not formats:
-        return True
-    from .exports import DEFAULT_ASSIGNMENT, write_exports
-
-    try:
-        written, messages = write_exports(out, rows, roster, formats,
-                                          assignment or DEFAULT_ASSIGNMENT)
-    except OSError as error:
-        print(f"error: the gradebook files could not be written ({error})", file=progress)
-        return False
-    print(f"wrote {', '.join(str(p) for p in written)}", file=progress)
-    for message in messages:
-        print(f"note: {message}", file=progress)
-    return True
-
-
-# --- the class CSV and summary, rebuilt from results.json --------------------------------------
-
-
-def collect(learners: list[Learner], out_dir: Path,
-            failures: dict[str, str] | None = None) -> list[dict]:
-    """A row per learner from its results.json (or error.txt, or ``failures``: learners whose
-    files this run could not write): the CSV's and summary's data."""
-    rows = []
-    for learner in learners:
-        folder = out_dir / learner.id
-        row = {"learner": learner.id, "total": None, "stages": {}, "seconds": None,
-               "notes": [], "mistakes": [], "max": {}}
-        if learner.id in (failures or {}):
-            row["notes"] = [f"not graded: {failures[learner.id]}"]
-            rows.append(row)
-            continue
-        try:
-            data = json.loads((folder / RESULTS).read_text(encoding="utf-8"))
-            row.update(_graded_row(data))
-        except FileNotFoundError:
-            try:
-                error = (folder / ERROR).read_text(encoding="utf-8", errors="replace").strip()
-            except OSError:
-                error = "not graded yet"
-            row["notes"] = [f"not graded: {error}"]
-        except Exception as error:  # noqa: BLE001 - unreadable, or not what the batch writes
-            row["notes"] = [f"not graded: its {RESULTS} is unreadable "
-                            f"({type(error).__name__}: {error}); use --force"]
-        rows.append(row)
-    return rows
-
-
-def _graded_row(data: dict) -> dict:
-    """The row's fields from a results.json; raises if it is not one the batch wrote."""
-    extra = data.get("extra_data", {})
-    graded = extra.get("graded_stages") or STAGE_NAMES  # --stage: only those count
-    stages = {s: v for s, v in extra.get("stages", {}).items() if s in graded}
-    mistakes = [m for m in extra.get("mistakes", []) if m["stage"] in graded]
-    if not all(m["stage"] in STAGE_NAMES and isinstance(m["test"], str)
-               and isinstance(m["message"], str) for m in mistakes):
-        raise ValueError("a mistake without a stage, test and message")
-    return {"total": float(data["score"]),
-            "stages": {s: float(v["score"]) for s, v in stages.items()},
-            "max": {s: float(v["max_score"]) for s, v in stages.items()},
-            "seconds": None if data.get("execution_time") is None
-            else float(data["execution_time"]),
-            "notes": [str(note) for note in extra.get("notes", [])],
-            "mistakes": mistakes, "sandbox": str(extra.get("sandbox", "")),
-            "operator_notes": [str(n) for n in extra.get("operator_notes", [])]}
-
-
-def write_csv(out: Path, rows: list[dict]) -> None:
-    """grades.csv: the learner id and the notes are learner-derived text (``csv_text``), the
-    scores and seconds the grader's numbers (``csv_number``)."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["learner", "total", *STAGE_NAMES, "seconds", "notes"])
-    for row in rows:
-        writer.writerow([csv_text(row["learner"]), csv_number(row["total"]),
-                         *(csv_number(row["stages"].get(s)) for s in STAGE_NAMES),
-                         csv_number(row["seconds"]), csv_text("; ".join(row["notes"]))])
-    write_atomic(out, buffer.getvalue())
-
-
-@dataclass
-class Diagnosed:
-    """One row of the summary's table: a diagnosed mistake and the learners who made it."""
-
-    id: str  # mistakes.mistake_id: stage/test/digest, or the kind of code that never ran
-    kind: str  # mistakes.MISTAKE or one of mistakes.KINDS
-    check: str  # what the failing check checks (its title), or what the kind means
-    stages: list[str]  # where it struck, in stage order
-    learners: list[str]  # each once, in the CSV's order
-    example: str  # the first learner's message, in full
-    example_learner: str
-
-
-def ranked_mistakes(rows: list[dict]) -> list[Diagnosed]:
-    """The diagnosed mistakes, most learners first, each learner counted once per mistake.
-
-    Grouped by mistake id, computed here from each message (``mistakes.mistake_id``) rather
-    than read back, so results.json files of an older run group the same way: the same check
-    failing the same way is one mistake whatever the inputs, and code that never ran (import
-    failures, timeouts, crashes) is one mistake per kind, whichever tests met it."""
-    found: dict[str, Diagnosed] = {}
-    for row in rows:
-        for mistake in row["mistakes"]:
-            stage, test, message = mistake["stage"], mistake["test"], mistake["message"]
-            key = mistake_id(stage, test, message)
-            if key not in found:
-                how = kind(message)
-                check = KINDS.get(how) or str(mistake.get("title") or test)
-                found[key] = Diagnosed(key, how, check, [], [], message, row["learner"])
-            entry = found[key]
-            if stage not in entry.stages:
-                entry.stages = sorted([*entry.stages, stage], key=STAGE_NAMES.index)
-            if row["learner"] not in entry.learners:
-                entry.learners.append(row["learner"])
-    return sorted(found.values(), key=lambda d: (-len(d.learners),
-                                                 STAGE_NAMES.index(d.stages[0]), d.id))
-
-
-def write_summary(out_dir: Path, rows: list[dict]) -> None:
-    graded = [r for r in rows if r["total"] is not None]
-    lines = [f"# Class summary: {len(graded)} of {counted(len(rows), 'learner')} graded", ""]
-    unsafe = [r for r in graded if r.get("sandbox", "bwrap") != "bwrap"]
-    if unsafe:  # the operator's channel: summary.md, never a learner's feedback
-        lines += [f"**Not graded in bubblewrap** ({counted(len(unsafe), 'learner')}): "
-                  f"{markdown_inline(' '.join(unsafe[0].get('operator_notes', [])), 600)}", ""]
-    if len(graded) < len(rows):
-        lines += [f"{len(rows) - len(graded)} not graded (a rerun retries them):", ""]
-        lines += [f"- {markdown_inline(r['learner'], 60)}: "
-                  f"{markdown_inline('; '.join(r['notes']), 160)}"
-                  for r in rows if r["total"] is None] + [""]
-    if graded:
-        totals = sorted(r["total"] for r in graded)
-        median = totals[len(totals) // 2] if len(totals) % 2 else \
-            (totals[len(totals) // 2 - 1] + totals[len(totals) // 2]) / 2
-        lines += [f"Total: mean {sum(totals) / len(totals):.1f}, median {median:g}, "
-                  f"lowest {totals[0]:g}, highest {totals[-1]:g}.", "",
-                  "| stage | average | out of | full marks | not attempted |",
-                  "|---|---:|---:|---:|---:|"]
-        for stage in STAGE_NAMES:
-            if not any(stage in r["stages"] for r in graded):
-                continue  # not graded in this batch (--stage)
-            scores = [r["stages"].get(stage, 0.0) for r in graded]
-            out_of = max((r["max"].get(stage, 0.0) for r in graded), default=0.0)
-            full = sum(1 for r in graded if out_of and r["stages"].get(stage) == out_of)
-            untouched = sum(1 for r in graded if not r["stages"].get(stage)
-                            and not any(m["stage"] == stage for m in r["mistakes"]))
-            lines.append(f"| {stage} | {sum(scores) / len(scores):.1f} | {out_of:g} | {full} "
-                         f"| {untouched} |")
-        left_out = [s for s in STAGE_NAMES if not any(s in r["stages"] for r in graded)]
-        if left_out:
-            lines += ["", f"Not graded in this batch (--stage): {', '.join(left_out)}."]
-        lines.append("")
-        if _histogram(out_dir / HISTOGRAM, totals):
-            lines += [f"![score histogram]({HISTOGRAM})", ""]
-    lines += _mistakes_section(ranked_mistakes(rows))
-    write_atomic(out_dir / SUMMARY, "\n".join(lines) + "\n")
-
-
-def _mistakes_section(mistakes: list[Diagnosed], names_shown: int = 8) -> list[str]:
-    """What to re-teach: a row per diagnosed mistake, then each one's full message once."""
-    lines = ["## What to re-teach: mistakes ranked by how many learners made them", ""]
-    if not mistakes:
-        return [*lines, "No diagnosed mistakes (unwritten stubs are not mistakes)."]
-    lines += ["One row per mistake: the same check failing the same way, whatever the inputs, "
-              "each learner counted once. Code that never ran is one row per kind (import "
-              "failures, timeouts, crashes), whichever checks it cost. The full messages are "
-              "below the table.", "",
-              "| # | learners | stage | check | mistake id | who |",
-              "|---|---:|---|---|---|---|"]
-    for n, m in enumerate(mistakes, start=1):
-        who = ", ".join(m.learners[:names_shown])
-        if len(m.learners) > names_shown:
-            who += f" and {len(m.learners) - names_shown} more"
-        lines.append(f"| M{n} | {len(m.learners)} | {', '.join(m.stages)} "
-                     f"| {markdown_inline(m.check, 160)} | `{m.id}` | {markdown_inline(who)} |")
-    lines += ["", "### Each mistake in full", ""]
-    for n, m in enumerate(mistakes, start=1):
-        learners = ", ".join(m.learners)
-        lines += [f"**M{n}** `{m.id}`: {len(m.learners)} learner"
-                  f"{'s' if len(m.learners) > 1 else ''} ({markdown_inline(learners)}). "
-                  f"{markdown_inline(m.example_learner)}'s message:", ""]
-        lines += [f"> {line}" for line in markdown_text(m.example).splitlines()] + [""]
-    return lines
-
-
-def _histogram(path: Path, totals: list[float]) -> bool:
-    """The score histogram as a PNG (matplotlib, no display); False if it cannot be drawn."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return False
-    figure, axes = plt.subplots(figsize=(6, 3.5))
-    axes.hist(totals, bins=range(0, 101, 10), edgecolor="black")
-    axes.set_xlabel("total score (out of 100)")
-    axes.set_ylabel("learners")
-    axes.set_title(f"Scores of {counted(len(totals), 'learner')}")
-    axes.set_xlim(0, 100)
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
-    plt.close(figure)
-    tmp = path.with_name(f".{path.name}.tmp")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp.write_bytes(buffer.getvalue())
-    os.replace(tmp, path)
-    return True
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m autograder.batch")
+    parser = argparse.ArgumentParser(prog="python -m autograder.frontends.batch")
     parser.add_argument("--serve", metavar="CONFIG", required=True,
                         help="run as a grading process (the batch starts these itself)")
     args = parser.parse_args(argv)

@@ -22,7 +22,7 @@ LateSubmissionPlugin's (``--late-penalty``). The pipeline, in a course folder (d
    as text, a link keeps only an http, https or mailto target and an image only an attachment,
    read back through nbconvert's own renderer; the learner's note says so.
 3. **Grade**: our sandboxed grader on the collected .py files, the whole class through warm
-   workers (autograder/batch.py), into ``lumen/<learner>/results.json``. A learner graded
+   workers (autograder/frontends/batch.py), into ``lumen/<learner>/results.json``. A learner graded
    before from the same files by the same grader (``fingerprint``) keeps that grade, as
    ``grade-batch`` resumes: a rerun grades only new and changed submissions.
 4. ``nbgrader autograde``, where ``SandboxedGrades`` takes the place of nbgrader's Execute:
@@ -70,14 +70,21 @@ from lumen.stages import STAGE_NAMES, SUBMISSION_FILES, stage
 from solutions import notebook
 from solutions.notebook import ASSIGNMENT, NOTEBOOK, grade_id, nbgrader_cells
 
-from .escape import csv_number, csv_text, inert_markdown, markdown_inline, markdown_text, terminal
-from .untrusted import clean_text
-from .words import counted
+from .. import ROOT
+from ..boundary.clean import clean_text
+from ..views.escape import (
+    csv_number,
+    csv_text,
+    inert_markdown,
+    markdown_inline,
+    markdown_text,
+    terminal,
+)
+from ..words import counted
 
 #: A stage's check cell in the lab notebook -> the stage (grade ids: solutions/notebook.py).
 CHECK_CELLS = {grade_id(s): s for s in STAGE_NAMES}
 
-REPO = Path(__file__).resolve().parents[1]
 GRADES = "lumen"  # the course folder's subfolder of our grader's results
 OURS = ".lumen-nbgrade"  # marks a submitted/ tree as this command's copy
 MAX_NOTEBOOK = 16 << 20
@@ -278,13 +285,13 @@ def withhold_live_feedback(folder: Path) -> str | None:
 def grading_config(feedback: str, late_penalty: str = "none") -> str:
     """What the course's nbgrader_config.py gets for grading, after the release settings."""
     return f'''
-# --- grading, written by `python -m autograder nbgrade` (autograder/nbgrade.py) ---
+# --- grading, written by `python -m autograder nbgrade` (autograder/frontends/nbgrade.py) ---
 import sys
-sys.path.insert(0, {str(REPO)!r})
+sys.path.insert(0, {str(ROOT)!r})
 from nbconvert.preprocessors import ClearMetadataPreprocessor
 from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, IgnorePattern,
                                     LimitOutput, SaveAutoGrades)
-from autograder.nbgrade import SafeFeedbackHTML, SandboxedGrades
+from autograder.frontends.nbgrade import SafeFeedbackHTML, SandboxedGrades
 
 # The learner's .py files stay theirs in autograded/ (nbgrader would put the release's there).
 c.Autograde.exclude_overwriting = {{{ASSIGNMENT!r}: {list(SUBMISSION_FILES)!r}}}
@@ -310,7 +317,7 @@ def prepare_course(course: Path, feedback: str, late_penalty: str = "none",
     """The course folder, made or refreshed, with the assignment generated in its gradebook;
     ``due`` (any date nbgrader reads, e.g. "2026-12-01 17:00 UTC") becomes its due date there.
     A due date set before (formgrader, ``nbgrader db assignment add``) is kept otherwise."""
-    notebook.make_course(course, files=REPO / "exercises")
+    notebook.make_course(course, files=ROOT / "exercises")
     config = course / notebook.CONFIG
     config.write_text(config.read_text(encoding="utf-8") + grading_config(feedback, late_penalty),
                       encoding="utf-8")
@@ -397,8 +404,8 @@ def grader_version() -> str:
     from .gradescope import files
 
     digest = hashlib.sha256()
-    for path in [*files(REPO), Path("autograder/batch.py")]:
-        digest.update(path.as_posix().encode() + b"\0" + (REPO / path).read_bytes() + b"\0")
+    for path in [*files(ROOT), Path("autograder/frontends/batch.py")]:
+        digest.update(path.as_posix().encode() + b"\0" + (ROOT / path).read_bytes() + b"\0")
     return digest.hexdigest()
 
 
@@ -428,7 +435,7 @@ def reusable(grades: Path, learner: str, wanted: str) -> bool:
 
 def _read_notebook(folder: Path) -> tuple[nbformat.NotebookNode | None, list[str]]:
     """The learner's lab notebook and what is wrong with it (None: nothing usable)."""
-    from .submission import Unusable, _read_regular
+    from ..boundary.intake import Unusable, _read_regular
 
     notes = []
     path = folder / NOTEBOOK
@@ -640,7 +647,7 @@ def repair(nb: nbformat.NotebookNode | None, release: nbformat.NotebookNode) -> 
 
 def collect(learner: Path, target: Path, release: nbformat.NotebookNode) -> list[str]:
     """Copy one learner's submission into nbgrader's submitted/ tree; the notes about it."""
-    from .submission import Unusable, _read_regular
+    from ..boundary.intake import Unusable, _read_regular
 
     nb, notes = _read_notebook(learner)
     nb, repaired = repair(nb, release)
@@ -767,7 +774,7 @@ def write_stages_csv(course: Path, learners: list[str], notes: dict[str, list[st
                      problems: dict[str, str]) -> None:
     """``stages.csv``: a row per learner, a column per stage and written answer (from the
     gradebook), the stages' total, and the notes."""
-    from .rubric import load
+    from ..rubric import load
 
     written = list(load().written)
     scores = gradebook_scores(course)

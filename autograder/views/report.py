@@ -20,10 +20,10 @@ from xml.etree import ElementTree
 
 from lumen.stages import stage
 
+from ..boundary.clean import encodable
+from ..mistakes import CRASHED, IMPORT_FAILED, MISTAKE, NOT_RUN, TIMED_OUT, kind
+from ..results import Grade, StageGrade, TestResult
 from .escape import terminal as shown
-from .mistakes import CRASHED, IMPORT_FAILED, MISTAKE, NOT_RUN, TIMED_OUT, kind
-from .results import Grade, StageGrade, TestResult
-from .untrusted import encodable
 
 #: What XML 1.0 cannot hold, even escaped: C0 controls but tab, newline and CR; surrogates;
 #: U+FFFE and U+FFFF.

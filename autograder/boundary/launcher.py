@@ -39,9 +39,8 @@ import time
 from pathlib import Path
 from stat import S_ISDIR
 
-from .results import GraderError
+from ..results import GraderError
 
-REPO = Path(__file__).resolve().parents[1]
 FIRST_UID = 200_000  # unprivileged users for learner code
 UIDS_PER_SUBMISSION = 8  # one per stage process (six stages), so no two share a user
 UIDS_PER_GRADER = 10_000  # a grader's block of users, its submissions' in turn (claim_uids)
@@ -379,9 +378,9 @@ def choose_launcher(kind: str = BWRAP) -> PlainLauncher:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m autograder.sandbox [--sandbox KIND]``: whether learner code can run here as
-    KIND asks (``make sandbox`` runs it): 0, or 1 with the fix. Standard library only."""
-    parser = argparse.ArgumentParser(prog="python -m autograder.sandbox",
+    """``python -m autograder.boundary.launcher [--sandbox KIND]``: whether learner code can run
+    here as KIND asks (``make sandbox`` runs it): 0, or 1 with the fix. Standard library only."""
+    parser = argparse.ArgumentParser(prog="python -m autograder.boundary.launcher",
                                      description="Check the sandbox for learner code.")
     add_option(parser)
     args = parser.parse_args(argv)

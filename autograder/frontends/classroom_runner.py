@@ -1,6 +1,6 @@
 """GitHub Classroom's runner results: a stage's score in the form its grading reporter reads.
 
-Standard library only (and pytest, for ``visible``): ``python -m autograder.classroom
+Standard library only (and pytest, for ``visible``): ``python -m autograder.frontends.classroom
 template`` copies this file unchanged into the template repository, as
 ``.github/classroom/lumen_classroom.py``, where the visible-tests-only workflow runs it
 without the grader.

@@ -8,7 +8,7 @@ roster (a CSV the instructor writes, one row per learner) maps one to the other:
 
 ``submission`` is the folder or zip name in SUBMISSIONS (without .zip); the other columns are
 read by the formats that need them, in any order, named case-insensitively. Written next to
-grades.csv, from the same rows (``batch.collect``):
+grades.csv, from the same rows (``classbook.collect``):
 
 - ``grades-canvas.csv``: Canvas's gradebook layout (its own export's: Student, ID,
   SIS User ID, SIS Login ID, Section, then one column per assignment, "Name (id)", and the
@@ -19,7 +19,7 @@ grades.csv, from the same rows (``batch.collect``):
   ("Map from" / "Map to") and the second to a grade item.
 - ``grades-roster.csv``: the roster's columns, then the total and a column per stage.
 
-What is escaped (``autograder/escape.py``): an LMS matches a learner by an identifier and an
+What is escaped (``autograder/views/escape.py``): an LMS matches a learner by an identifier and an
 assignment by its header, byte for byte, so those are written exactly as the instructor gave
 them: the identifier columns (canvas_id, sis_user_id, sis_login_id; Moodle's email, username or
 idnumber) and ``--assignment``. ``check_roster`` refuses an identifier a spreadsheet would run
@@ -43,10 +43,10 @@ from pathlib import Path
 
 from lumen.stages import STAGE_NAMES
 
-from .escape import csv_number, csv_text, formula_like
-from .report import write_atomic
-from .rubric import TOTAL
-from .untrusted import MAX_NAME, clean_text
+from ..boundary.clean import MAX_NAME, clean_text
+from ..rubric import TOTAL
+from ..views.escape import csv_number, csv_text, formula_like
+from ..views.report import write_atomic
 
 FORMATS = ("canvas", "moodle", "csv")
 DEFAULT_ASSIGNMENT = "The Embedding Layer"

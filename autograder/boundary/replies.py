@@ -2,7 +2,7 @@
 
 The probes (``sandboxed/probes.py``) run in the learner's process, which can rewrite them or
 write to its socket directly, so a reply is whatever that process chose to send.
-``worker_client.StageSession`` checks every reply against the schema of the probe it asked
+``boundary/client.StageSession`` checks every reply against the schema of the probe it asked
 for, before the hidden suites see it: a reply that does not match is the learner's mistake
 ("your code's process answered with something the grader's probe does not send"), never an
 exception inside a hidden test. A schema says what the honest probe sends for any learner
@@ -210,7 +210,8 @@ HELLO_IMPORTS = {"imports": DictOf(ERROR), "output": str}
 def schema_of(probe: str) -> object:
     """``probe``'s value schema; a RuntimeError (the grader's bug) if it has none."""
     if probe not in SCHEMAS:
-        raise RuntimeError(f"the probe {probe!r} has no reply schema in autograder/replies.py")
+        raise RuntimeError(f"the probe {probe!r} has no reply schema in "
+                           "autograder/boundary/replies.py")
     return SCHEMAS[probe]
 
 

@@ -1,6 +1,6 @@
 """PrairieLearn's external grader: ``python -m autograder prairielearn [--root /grade]``. The
-question folder and the grading image are built by ``autograder/prairielearn_build.py`` (``make
-prairielearn``), apart from this module because a grade reads this one (the command line
+question folder and the grading image are built by ``autograder/frontends/prairielearn_build.py``
+(``make prairielearn``), apart from this module because a grade reads this one (the command line
 imports its options) and must not import the builders (the Gradescope zip holds what a grade
 reads, nothing more).
 
@@ -43,9 +43,9 @@ from pathlib import Path
 
 from lumen.stages import STAGE_NAMES, SUBMISSION_FILES
 
-from . import sandbox
-from .escape import terminal
-from .report import write_atomic, write_json
+from ..boundary import launcher
+from ..views.escape import terminal
+from ..views.report import write_atomic, write_json
 
 SETTINGS = "lumen.json"  # in the question's tests/ folder: the grader's settings for it
 VISIBILITIES = ("hidden", "visible")  # PrairieLearn shows results.json at once: no "later"
@@ -95,7 +95,7 @@ def load_settings(folder: Path | None) -> dict:
 
 def format_errors(student: Path) -> list[str]:
     """Why the submission in ``student`` cannot be graded at all; empty if it can."""
-    from .submission import prepare, syntax_notes
+    from ..boundary.intake import prepare, syntax_notes
 
     if not student.is_dir():
         return [f"no files were submitted: submit {', '.join(SUBMISSION_FILES)}"]
@@ -107,7 +107,7 @@ def format_errors(student: Path) -> list[str]:
 def to_prairielearn(g, visibility: str) -> dict:
     """PrairieLearn's results.json for the grade ``g``: what a student may see is what
     ``report.gradescope`` makes visible under ``visibility``, nothing more."""
-    from . import report
+    from ..views import report
 
     graded = report.gradescope(g, visibility)
     shown = [t for t in graded["tests"] if t["visibility"] == "visible"]
@@ -148,7 +148,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tests", type=Path,
                         help=f"where the question's {SETTINGS} is (default ROOT/tests)")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
-    sandbox.add_option(parser)
+    launcher.add_option(parser)
     parser.add_argument("--time-limit", type=float, default=TIME_LIMIT,
                         help=f"seconds before giving up, results.json saying the grader "
                              f"failed (default {TIME_LIMIT}; under info.json's timeout)")
@@ -174,15 +174,15 @@ def run(args: argparse.Namespace) -> int:
                              "message": "Your submission could not be graded: "
                                         + "; ".join(problems)})
         return 0
-    from .grading import Grader, GraderError
-    from .rubric import RubricError
+    from ..grading import Grader, GraderError
+    from ..rubric import RubricError
 
     try:
         with Grader(args.device, args.sandbox) as grader:
             for note in grader.operator_notes():
                 print(f"note: {note}")  # stdout: the job's log, for the course staff
             result = grader.grade(args.root / "student", stages=settings["stages"])
-        from . import report
+        from ..views import report
 
         print(report.terminal(result), end="")
         text = json.dumps(to_prairielearn(result, settings["visibility"]), allow_nan=False,

@@ -23,7 +23,7 @@ from pathlib import Path, PurePosixPath
 
 from lumen.stages import SUBMISSION_FILES
 
-from .untrusted import clean_text
+from .clean import clean_text
 
 MAX_FILE = 1 << 20  # 1 MiB: far more than any honest embeddings.py
 MAX_ZIP_MEMBERS = 2000

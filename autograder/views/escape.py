@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from .untrusted import clean_text
+from ..boundary.clean import clean_text
 
 # --- CSV ----------------------------------------------------------------------------------------
 
