@@ -291,9 +291,21 @@ for _family, _address in _CHANNELS:
         pass
 try:
     _libc = ctypes.CDLL(None, use_errno=True)
-    _SHM_CREATED = _libc.shmget(0x4C554D, 4096, 0o1000 | 0o2000 | 0o666) >= 0  # IPC_CREAT|EXCL
+    _SHM_ID = _libc.shmget(0x4C554D, 4096, 0o1000 | 0o2000 | 0o666)  # IPC_CREAT|EXCL
+    _SHM_CREATED = _SHM_ID >= 0
 except OSError:
     _SHM_CREATED = False
+
+
+def _cleanup():
+    """Remove what this process published on the host (the control runs outside a sandbox)."""
+    for place in _PLACES:
+        try:
+            os.remove(os.path.join(place, f"lumen-pool-{_TOKEN}"))
+        except OSError:
+            pass
+    if _SHM_CREATED:
+        _libc.shmctl(_SHM_ID, 0, None)  # IPC_RMID
 
 
 def _heard():
@@ -341,7 +353,7 @@ def test_pool_detection_works_between_plain_processes(tmp_path):
     import sys
 
     script = tmp_path / "pool.py"
-    script.write_text(POOL + "\ntime.sleep(1.0)\nprint(_heard())\n")
+    script.write_text(POOL + "\ntime.sleep(1.0)\nprint(_heard())\ntime.sleep(0.5)\n_cleanup()\n")
     runs = [subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
             for _ in range(2)]
     outputs = [p.communicate(timeout=30)[0] for p in runs]
