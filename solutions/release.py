@@ -56,6 +56,12 @@ COPIED: tuple[str, ...] = ("stages.py", "tokenizer.py", "vectors.py", "explore.p
 #: source (under the repository) -> where it goes under exercises/.
 GRADER_COPIED: dict[str, str] = {"autograder/sandboxed/meta_device.py": "tests/meta_device.py"}
 
+#: What exercises/ holds that the release does not write: the visible tests, written by hand
+#: (one file per stage, each marked with its stage) and their pytest glue. Everything else
+#: under exercises/ is generated (``render``); tests/test_release.py checks the two add up.
+HAND_WRITTEN: tuple[str, ...] = ("tests/__init__.py", "tests/conftest.py",
+                                 *(f"tests/test_{name}.py" for name in stages.STAGE_NAMES))
+
 COPY_HEADER = """\
 # Generated from lumen/{name} by `make stubs`: given code, nothing to write here.
 # Learners: read it, run it, no need to change it. Course staff: edit lumen/{name}.

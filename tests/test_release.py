@@ -81,6 +81,23 @@ def test_committed_exercises_are_fresh():
     )
 
 
+def test_exercises_is_what_the_release_writes_and_the_visible_tests():
+    """Every file under exercises/ is generated or written by hand, never both, and README's
+    Layout says which: the visible tests (and their glue) are the hand-written ones."""
+    tracked = subprocess.run(["git", "ls-files", "exercises"], cwd=release.ROOT, check=True,
+                             capture_output=True, text=True).stdout.split()
+    generated = {path.as_posix() for path in release.render()}
+    hand = set(release.HAND_WRITTEN)
+    assert not generated & hand
+    assert {p.removeprefix("exercises/") for p in tracked} == generated | hand
+    layout = (release.ROOT / "README.md").read_text(encoding="utf-8")
+    row = next(line for line in layout.splitlines() if line.startswith("| `exercises/` |"))
+    assert "**generated**" in row and "**written by hand**" in row
+    names = {"test_<stage>.py" if Path(p).name.startswith("test_") else Path(p).name
+             for p in hand}
+    assert all(name in row for name in names), (names, row)
+
+
 def test_check_lists_stale_files_and_writes_nothing(tmp_path, capsys):
     target = tmp_path / "exercises"
     assert release.main(["--check", "--target", str(target)]) == 1
