@@ -4,9 +4,9 @@ and gpt2.py; each ``YOUR CODE HERE`` names the stage it belongs to.
 
 Work stage by stage, in this order, checking each one as you go::
 
-    pytest exercises -m embedding   # the Embedding module: a row lookup
+    pytest exercises -m embedding   # a V x d Parameter and a row lookup
     pytest exercises -m onehot      # one_hot(ids) @ E selects the rows of E
-    pytest exercises -m neighbours  # cosine similarity, neighbours, the analogy
+    pytest exercises -m neighbours  # cosine similarity, nearest neighbours and the analogy
     pytest exercises -m params      # where a GPT-2's parameters live
     pytest exercises -m tying       # one matrix for the embedding and the output layer
     pytest exercises -m init        # why the numbers start small

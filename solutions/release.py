@@ -29,7 +29,7 @@ import nbformat
 
 from lumen import stages
 
-from . import notebook
+from . import notebook, stage_tables
 from .stubber import (  # noqa: F401 - the stubber's names, as release.X for its users too
     BEGIN,
     END,
@@ -78,12 +78,7 @@ and gpt2.py; each ``YOUR CODE HERE`` names the stage it belongs to.
 
 Work stage by stage, in this order, checking each one as you go::
 
-    pytest exercises -m embedding   # the Embedding module: a row lookup
-    pytest exercises -m onehot      # one_hot(ids) @ E selects the rows of E
-    pytest exercises -m neighbours  # cosine similarity, neighbours, the analogy
-    pytest exercises -m params      # where a GPT-2's parameters live
-    pytest exercises -m tying       # one matrix for the embedding and the output layer
-    pytest exercises -m init        # why the numbers start small
+{stage_commands}
 
 Then see your code on real data (GPT-2's tokenizer, GloVe word vectors, a figure)::
 
@@ -108,7 +103,8 @@ is the grader's own checker of the rules at the top of embeddings.py:
 ``python -m exercises.rules`` runs it on your files. This file imports nothing, so importing
 one module stays cheap.
 """
-'''
+'''.format(stage_commands="\n".join(  # from lumen/stages.py: one source
+    f"    pytest exercises -m {s.name:<10}  # {s.title.split(': ', 1)[-1]}" for s in stages.STAGES))
 
 
 def copy(source: str, name: str) -> str:
@@ -257,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
             except notebook.NotebookError as error:
                 print(f"stale: {error}")
                 outdated.append(notebook.SOURCE)
+            if args.target.resolve() == EXERCISES:
+                outdated += stage_tables.stale()  # README's, the handout's, pyproject's lists
             for path in outdated:
                 print(f"stale: {args.target / path} (run `make release`)")
             if not outdated:
@@ -268,8 +266,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"wrote {notebook.SOURCE.relative_to(ROOT)} (points from rubric.toml)")
         for path in write(args.target, solved, force=args.force):
             print(f"wrote {args.target / path}")
+        if args.target.resolve() == EXERCISES:
+            for path in stage_tables.write():
+                print(f"wrote {path.relative_to(ROOT)} (its stage list, from lumen/stages.py)")
         return 0
-    except (ReleaseError, notebook.NotebookError) as error:
+    except (ReleaseError, notebook.NotebookError, stage_tables.TableError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
 

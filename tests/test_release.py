@@ -458,3 +458,24 @@ def test_the_release_writes_the_rubrics_points_into_the_notebook():
     del notebook.nbgrader_cells(wrong)["written-tsne"].metadata["nbgrader"]
     with pytest.raises(notebook.NotebookError, match="written-tsne: no graded cell.*rubric.toml"):
         notebook.with_points(wrong)
+
+
+def test_the_stage_lists_outside_lumen_are_written_from_it(tmp_path):
+    """README's and the handout's stage tables and pyproject's markers are the release's: fresh
+    in the tree, rewritten when a stage changes, and a file that lost its markers is named."""
+    from solutions import stage_tables
+
+    assert stage_tables.stale() == []
+    for name in stage_tables.BLOCKS:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(release.ROOT / name, tmp_path / name)
+    readme = tmp_path / "README.md"
+    readme.write_text(readme.read_text(encoding="utf-8").replace("| `tying` |", "| `tied` |"),
+                      encoding="utf-8")
+    assert stage_tables.stale(tmp_path) == [readme]
+    assert stage_tables.write(tmp_path) == [readme] and stage_tables.stale(tmp_path) == []
+    assert readme.read_text(encoding="utf-8") == (release.ROOT / "README.md").read_text("utf-8")
+    begin = stage_tables.BLOCKS["README.md"][0]
+    readme.write_text(readme.read_text(encoding="utf-8").replace(begin, ""), encoding="utf-8")
+    with pytest.raises(stage_tables.TableError, match="README.md: expected the lines"):
+        stage_tables.stale(tmp_path)
