@@ -360,10 +360,12 @@ def _flush() -> None:
 
 def _hide_the_grader() -> None:
     """Take the grader's modules out of reach by name: ``import probes``, ``sys.modules``
-    and ``import __main__`` (this file) no longer lead to them."""
-    for name in ("probes", "protocol", "isolation", "scaffolds", "given", "meta_device",
-                 "__main__"):
-        sys.modules.pop(name, None)
+    and ``import __main__`` (this file) no longer lead to them. Every module loaded from this
+    folder goes (the probes package's own modules too), not a list that could miss one."""
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None) if isinstance(module, types.ModuleType) else None
+        if isinstance(file, str) and os.path.abspath(file).startswith(HERE + os.sep):
+            del sys.modules[name]
     sys.modules["__main__"] = types.ModuleType("__main__")
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != HERE]
 

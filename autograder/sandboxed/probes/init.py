@@ -30,10 +30,10 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-if __package__:  # the grader's parent imports this as a package module (for PROBES' names)
-    from .meta_device import on_meta
-else:  # the worker imports its modules by file name
+if __package__ == "probes":  # the worker imports its folder's modules by file name
     from meta_device import on_meta
+else:  # the grader's parent imports this as autograder.sandboxed.probes (for PROBES' names)
+    from ..meta_device import on_meta
 
 PROBES: dict[str, Callable] = {}
 
