@@ -1,6 +1,6 @@
 """What each probe's reply may hold: one schema per probe, checked once where replies arrive.
 
-The probes (``sandboxed/probes.py``) run in the learner's process, which can rewrite them or
+The probes (``sandboxed/probes/``) run in the learner's process, which can rewrite them or
 write to its socket directly, so a reply is whatever that process chose to send.
 ``worker_client.StageSession`` checks every reply against the schema of the probe it asked
 for, before the hidden suites see it: a reply that does not match is the learner's mistake
