@@ -110,7 +110,7 @@ def problem(value: object, schema: object, path: str = "reply") -> str | None:
 
 # --- pieces the probes share ------------------------------------------------------------------
 
-#: The learner's exception as the worker describes it (``worker._error``); the worker's own
+#: The learner's exception as the worker describes it (``loader.error_data``); the worker's own
 #: "could not be sent back" adds ``not_implemented``.
 ERROR = {"type": str, "message": str, "where": [str], "not_implemented?": bool}
 #: An exception caught inside a probe (``probes._attempt``, ``probes._refusal``).

@@ -4,18 +4,27 @@
   library, torch and its own modules), and never pickle: it speaks JSON plus raw tensor bytes.
 - **The probes**: one module per stage, named as the stage and its hidden suite, and each probe
   in exactly one of them, the stage whose suite asks for it; ``PROBES`` is built from them.
+- **The loader takes its module list from the request**: the grader builds the list from
+  ``lumen.stages.SUBMISSION_FILES`` (the worker keeps no copy), and a request naming another
+  list changes what a stage process writes and loads.
 """
 
 from __future__ import annotations
 
 import ast
 import sys
+import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import torch
 
+from autograder.grading import Grader, Submission
 from autograder.sandboxed import probes
-from lumen.stages import STAGE_NAMES
+from autograder.stage_request import MODULES, stage_request
+from autograder.worker_client import StageSession
+from lumen.stages import STAGE_NAMES, SUBMISSION_FILES
 
 ROOT = Path(__file__).resolve().parents[1]
 SANDBOXED = ROOT / "autograder" / "sandboxed"
@@ -125,3 +134,59 @@ def test_a_probe_name_in_two_stages_stops_the_import(monkeypatch):
     monkeypatch.setattr(probes, "STAGE_MODULES", (probes.embedding, probes.embedding))
     with pytest.raises(ImportError, match="two probes called"):
         probes._table()
+
+
+# --- the loader: its module list is the request's -------------------------------------------
+
+
+def test_the_request_names_the_submission_files_in_dependency_order():
+    """From the one source, lumen.stages.SUBMISSION_FILES; of the submission's modules, each
+    imports (relatively) only those before it, which the loader will have loaded."""
+    assert list(MODULES) == [name.removesuffix(".py") for name in SUBMISSION_FILES]
+    for stage in STAGE_NAMES:
+        assert stage_request(stage, {}, {}).message()["modules"] == list(MODULES)
+    for i, module in enumerate(MODULES):
+        tree = ast.parse((ROOT / "lumen" / f"{module}.py").read_text(encoding="utf-8"))
+        needs = {node.module for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module}
+        assert needs & set(MODULES) <= set(MODULES[:i]), (module, needs)
+
+
+@pytest.fixture(scope="module")
+def grader():
+    with Grader(device="cpu") as g:
+        yield g
+
+
+def _loaded(grader, tmp_path: Path, modules: list[str]) -> tuple[str, dict]:
+    """What stage 'embedding''s process printed while loading lumen's files plus notes.py,
+    each printing its name on import, when its request names ``modules``; and the import
+    errors it reported."""
+    files = {name: (ROOT / "lumen" / name).read_text(encoding="utf-8") for name in
+             SUBMISSION_FILES}
+    files["notes.py"] = "NOTES = 1\n"
+    files = {name: text + f'\nprint("loaded {name}")\n' for name, text in files.items()}
+    uid = grader.uid_range[0] if grader.launcher.uses_uids() else None
+    limits = Submission(worker=grader.worker, devices=["cpu"], files=files, uid=uid)
+    request = stage_request("embedding", files, limits.limits("embedding"))
+    request = replace(request, modules=modules,
+                      given={**request.given, "notes": "NOTES = 1\n"},
+                      owns={"notes": [], **request.owns}, foreign={"notes": [], **request.foreign})
+    session = StageSession(grader.worker, request, time.monotonic() + 120)
+    try:
+        outcome = session.call("embedding_check_ids", ids=torch.tensor([0, 1]), vocab_size=5)
+        assert outcome.ok, outcome
+        return session.take_printed(), outcome.import_errors
+    finally:
+        session.close()
+        grader.worker.reap()
+
+
+def test_a_request_naming_other_modules_changes_what_loads(grader, tmp_path):
+    printed, errors = _loaded(grader, tmp_path, list(MODULES))
+    assert printed.split() == ["loaded", "embeddings.py", "loaded", "params.py",
+                               "loaded", "gpt2.py"], printed
+    assert errors == {}
+    printed, errors = _loaded(grader, tmp_path, ["embeddings", "notes"])
+    assert printed.split() == ["loaded", "embeddings.py", "loaded", "notes.py"], printed
+    assert errors == {}

@@ -106,7 +106,7 @@ def gpt2_init(m, config, dtype=None):
     return {"state": _state(model)}
 
 
-# --- given code, as the learner wrote it (worker.Shipped, given.py) --------------------------
+# --- given code, as the learner wrote it (loader.Shipped, given.py) --------------------------
 # In a stage process given code is the grader's own copy (given.py), so these probes run the
 # learner's classes twice: pinned, as every other probe does, and as shipped, with the given
 # code and nn.Module overrides of the learner's own file (``m["shipped"]``). The suites compare
