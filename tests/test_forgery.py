@@ -28,7 +28,7 @@ import torch
 
 from autograder.grading import Grader
 from autograder.rubric import load as load_rubric
-from autograder.sandboxed import probes
+from autograder.sandboxed.probes.recorder import record_calls
 from lumen import rules
 from tests.variants.build import make_submission
 
@@ -586,7 +586,7 @@ def test_the_recorder_sees(hide):
         "torch.ops": lambda: torch.ops.aten.one_hot.default(ids, 4),
         "a thread": lambda: _in_a_thread(lambda: torch.nn.functional.one_hot(ids, 4)),
     }
-    with probes.record_calls() as record:
+    with record_calls() as record:
         calls[hide]()
         _in_a_thread(lambda: torch.ops.aten.embedding.default(weight, ids))
     assert record.problem is None, record.problem

@@ -48,7 +48,8 @@ def test_zip_holds_the_scripts_and_the_grader(autograder_zip):
         setup = archive.read("setup.sh").decode()
     for needed in ("setup.sh", "run_autograder", "autograder/__main__.py",
                    "autograder/rubric.toml", "autograder/suites/test_embedding.py",
-                   "autograder/sandboxed/worker.py", "lumen/embeddings.py",
+                   "autograder/sandboxed/worker.py", "autograder/sandboxed/loader.py",
+                   "autograder/sandboxed/probes/tying.py", "lumen/embeddings.py",
                    "solutions/stubber.py", "requirements.txt"):
         assert needed in names, f"{needed} is missing from the autograder zip"
     assert modes["setup.sh"] & stat.S_IXUSR and modes["run_autograder"] & stat.S_IXUSR

@@ -162,7 +162,7 @@ def test_no_solution_line_in_the_scaffolds():
 @pytest.mark.parametrize("stage", stages.STAGE_NAMES)
 def test_no_solution_line_in_a_request(stage):
     request = stage_request(stage, files={}, limits={}).message()  # all a process is sent
-    assert set(request) == {"stage", "owns", "foreign", "given", "files", "limits"}
+    assert set(request) == {"stage", "modules", "owns", "foreign", "given", "files", "limits"}
     owned = [f"{m}:{q}" for m, names in request["owns"].items() for q in names]
     assert sorted(owned) == sorted(stages.stage(stage).owns)
     for module in MODULES:  # given = the learner's stub, exactly as exercises/ has it

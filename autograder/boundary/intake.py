@@ -31,7 +31,7 @@ MAX_ZIP_MEMBERS = 2000
 STAND_IN = "raise ImportError(__doc__)  # the grader's stand-in: your file was unusable\n"
 #: What an unusable file becomes: importing it raises the problem (the docstring) as its error.
 UNUSABLE = "{why!r}\n" + STAND_IN
-#: A traceback frame as the worker writes it (sandboxed/worker.py's ``_error``).
+#: A traceback frame as the worker writes it (sandboxed/loader.py's ``error_data``).
 FRAME = re.compile(r"(?P<file>[^,]+), line (?P<line>\d+), in (?P<function>[^:]*): (?P<code>.*)",
                    re.DOTALL)
 

@@ -1,6 +1,6 @@
 """What each probe's reply may hold: one schema per probe, checked once where replies arrive.
 
-The probes (``sandboxed/probes.py``) run in the learner's process, which can rewrite them or
+The probes (``sandboxed/probes/``) run in the learner's process, which can rewrite them or
 write to its socket directly, so a reply is whatever that process chose to send.
 ``boundary/client.StageSession`` checks every reply against the schema of the probe it asked
 for, before the hidden suites see it: a reply that does not match is the learner's mistake
@@ -110,7 +110,7 @@ def problem(value: object, schema: object, path: str = "reply") -> str | None:
 
 # --- pieces the probes share ------------------------------------------------------------------
 
-#: The learner's exception as the worker describes it (``worker._error``); the worker's own
+#: The learner's exception as the worker describes it (``loader.error_data``); the worker's own
 #: "could not be sent back" adds ``not_implemented``.
 ERROR = {"type": str, "message": str, "where": [str], "not_implemented?": bool}
 #: An exception caught inside a probe (``probes._attempt``, ``probes._refusal``).

@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass
 from lumen import stages
 from solutions.stubber import LUMEN, stub
 
+#: The learner's modules, in dependency order (gpt2 imports the other two): every request names
+#: them, and the stage process loads what its request names (the worker keeps no list).
 MODULES = tuple(name.removesuffix(".py") for name in stages.SUBMISSION_FILES)
 
 
@@ -31,6 +33,7 @@ class StageRequest:
     """Everything one stage process is sent, and nothing else."""
 
     stage: str  # the stage graded
+    modules: list[str]  # the learner's modules, in dependency order: what the process loads
     owns: dict[str, list[str]]  # module -> the qualnames the graded stage owns
     foreign: dict[str, list[str]]  # module -> the qualnames the other stages own (scaffolded)
     given: dict[str, str]  # module -> the learner's stub file: the fallback of a broken module
@@ -57,5 +60,5 @@ def _ownership(stage: str) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
 def stage_request(stage: str, files: dict[str, str], limits: dict) -> StageRequest:
     """What the process grading ``stage`` of a submission with ``files`` is sent."""
     owns, foreign = _ownership(stage)
-    return StageRequest(stage=stage, owns=owns, foreign=foreign,
+    return StageRequest(stage=stage, modules=list(MODULES), owns=owns, foreign=foreign,
                         given={m: given_source(m) for m in MODULES}, files=files, limits=limits)

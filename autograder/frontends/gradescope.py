@@ -239,9 +239,8 @@ def imports(root: Path, path: Path) -> set[Path]:
             continue
         for name in names:
             found.update(_module(root, name))
-            sibling = path.parent / f"{name.split('.')[0]}.py"
-            if not relative and (root / sibling).is_file():
-                found.add(sibling)
+            if not relative:  # a module or package next to a script (sandboxed/probes/)
+                found.update(path.parent / f for f in _module(root / path.parent, name))
     return found
 
 

@@ -5,7 +5,7 @@ what nn.Module does.
 The rule, as the stubs state it ("Given code" at the top of embeddings.py): the learner writes
 inside YOUR CODE HERE, in the functions lumen/stages.py gives to a stage; everything else in
 the three files is given code. After a learner's module is loaded and the scaffolds are in
-(worker.load), three steps make it so, each recorded in a ``Pins``:
+(loader.load), three steps make it so, each recorded in a ``Pins``:
 
 1. ``pin``: the stub's own copy (request["given"], compiled in this process: the grader's text,
    not the learner's file) of every module-level function, class and constant that no stage

@@ -4,18 +4,16 @@ Run as ``python worker.py --socket PATH --scratch DIR``. The process (the "zygot
 runs learner code itself: it imports torch, listens on a Unix socket, prints ``ready``, and
 forks a child for every connection. The grader sends the child the learner's files, a stage
 name and which functions each stage owns; the child writes the files where only its own
-user can read them, drops to that user, loads them, swaps in public scaffolds (scaffolds.py,
-never the reference solution) for what the stage does not own, and answers probe requests
-until the grader hangs up. A child that hangs or crashes costs only its own connection;
-the grader asks the zygote (on stdin: ``kill PID``) to end it and connects again for a
-fresh one.
+user can read them, drops to that user, loads them (loader.py: it swaps in public scaffolds,
+scaffolds.py, never the reference solution, for what the stage does not own), and answers
+probe requests until the grader hangs up. A child that hangs or crashes costs only its own
+connection; the grader asks the zygote (on stdin: ``kill PID``) to end it and connects again
+for a fresh one.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import importlib.util
 import os
 import select
 import shutil
@@ -25,215 +23,18 @@ import sys
 import time
 import traceback
 import types
-from collections.abc import Callable, Iterator
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
-import given as given_code  # noqa: E402
 import isolation  # noqa: E402
+import loader  # noqa: E402
 import probes  # noqa: E402
 import protocol  # noqa: E402
-import scaffolds  # noqa: E402
 import torch  # noqa: E402 - after the path is set; the one expensive import, done once
 
-PACKAGE = "submission"  # the learner's files are imported as submission.embeddings, ...
-MODULES = ("embeddings", "params", "gpt2")  # in dependency order
 OUTPUT_LIMIT = 1 << 20  # bytes of learner stdout/stderr kept on disk per child
-
-
-def _package(name: str, path: list[str]) -> types.ModuleType:
-    package = types.ModuleType(name)
-    package.__path__ = path
-    sys.modules[name] = package
-    return package
-
-
-def _error(exc: BaseException, files: tuple[str, ...] = ()) -> dict:
-    """An exception as data: type, message, and the traceback lines inside the learner's files."""
-    frames = [
-        f"{os.path.basename(f.filename)}, line {f.lineno}, in {f.name}: {(f.line or '').strip()}"
-        for f in traceback.extract_tb(exc.__traceback__)
-        if not files or os.path.abspath(f.filename) in files
-    ]
-    try:
-        message = str(exc)
-    except Exception:  # noqa: BLE001 - a learner's exception can break str()
-        message = "<an exception whose message could not be read>"
-    return {
-        "type": protocol.type_name(exc),
-        "message": message[: protocol.MAX_STRING],
-        "where": frames[-5:],  # whether it is a stub's is read from the message, by the grader
-    }
-
-
-def _resolve(module: types.ModuleType, qualname: str) -> tuple[object, str]:
-    """The object that holds ``qualname``'s last part, and that part's name."""
-    *outer, last = qualname.split(".")
-    holder: object = module
-    for part in outer:
-        holder = getattr(holder, part)
-    return holder, last
-
-
-def _transplant(target: types.ModuleType, module: str, foreign: list[str],
-                given: Callable[[], types.ModuleType],
-                record: dict[str, given_code.Pins] | None = None) -> None:
-    """Put into ``target`` the scaffold of each function in ``foreign`` (qualnames of
-    ``module`` that other stages own), in place of the learner's.
-
-    A scaffold is set on the learner's own class, whatever its bases, mixins or helpers: a
-    method the learner inherits from a base of their own is shadowed there, and nothing of
-    the learner's is called by a scaffold. Properties and staticmethods move as they are. When
-    the learner removed the class, ``given()``'s (the stub's, already scaffolded) stands in.
-    ``record`` gets "module:qualname" -> the change, which a probe may undo to run the
-    learner's own function again (``Shipped``).
-    """
-    for qualname in foreign:
-        value = scaffolds.SCAFFOLDS[f"{module}:{qualname}"]
-        try:
-            holder, name = _resolve(target, qualname)
-        except AttributeError:  # the learner removed the class: the stub's whole class
-            top = qualname.split(".")[0]
-            setattr(target, top, getattr(given(), top))
-            continue
-        if isinstance(holder, type):
-            # super() in a scaffold would reach the learner's own base: the scaffolds use none
-            # (they call nn.Module.__init__ directly), so this only keeps a future one right
-            value = given_code.rebind_super(value, holder)
-        change = given_code.Pins()
-        change.set(holder, name, value)
-        if record is not None:
-            record[f"{module}:{qualname}"] = change
-
-
-def _absent(module: str, name: str) -> type:
-    """A stand-in for a name the graded stage owns but the learner's file lacks: calling it
-    says so, instead of the stub saying "not implemented yet"."""
-    message = (f"your {module}.py has no {name}: keep every class and function of the stub, "
-               "with its name and signature")
-
-    def refuse(cls, *args, **kwargs):
-        raise AttributeError(message)
-
-    return type(name, (), {"__new__": refuse, "__doc__": message})
-
-
-def _stub(name: str, request: dict) -> types.ModuleType:
-    """The learner's stub of ``name``.py (``request["given"]``, no solution in it), compiled and
-    run here as a module of the submission's package: the grader's copy of the given code."""
-    module = types.ModuleType(f"{PACKAGE}.{name}")
-    module.__package__ = PACKAGE  # its relative imports reach the learner's other modules
-    module.__file__ = f"<the stub of {name}.py>"
-    # Registered while it runs (@dataclass looks its module up there), then the learner's own
-    # module is put back: when only a class of theirs is missing, the rest of it stays in use.
-    previous = sys.modules.get(module.__name__)
-    sys.modules[module.__name__] = module
-    try:
-        exec(compile(request["given"][name], module.__file__, "exec"), module.__dict__)
-    finally:
-        if previous is not None:
-            sys.modules[module.__name__] = previous
-    return module
-
-
-def _given(name: str, request: dict) -> types.ModuleType:
-    """The stub of ``name``.py with the scaffolds of every other stage in it: what the other
-    stages build on when the learner's own file cannot be used."""
-    module = _stub(name, request)
-    _transplant(module, name, request["foreign"].get(name, []), lambda: module)
-    return module
-
-
-class Shipped:
-    """The learner's code as they wrote it, for a probe that checks it (``given.py``).
-
-    In a stage process given code is the grader's and scaffolds stand in for the other stages;
-    ``with modules["shipped"](keys):`` undoes the first, and the scaffolds of ``keys``
-    ("embeddings:Embedding.__init__"), for the length of the block."""
-
-    def __init__(self, pinned: given_code.Pins, scaffolded: dict[str, given_code.Pins]) -> None:
-        self.pinned, self.scaffolded = pinned, scaffolded
-        pinned.others = list(scaffolded.values())
-        self.reapply = pinned.reapply  # before each probe (stage_process)
-
-    @contextlib.contextmanager
-    def __call__(self, keys: tuple[str, ...] = ()) -> Iterator[None]:
-        with contextlib.ExitStack() as stack:
-            for key in keys:
-                if key in self.scaffolded:
-                    stack.enter_context(self.scaffolded[key].undone())
-            stack.enter_context(self.pinned.undone())
-            yield
-
-
-def load(submission: str, request: dict) -> tuple[dict, dict]:
-    """Import the learner's modules for one stage; return (modules, import errors).
-
-    ``request["owns"]`` and ``request["foreign"]`` map module name -> the qualnames the graded
-    stage owns and those the other stages own. The latter are replaced by scaffolds
-    (scaffolds.py); the given code, everything no stage owns, by the stub's own
-    (``request["given"]``, given.py); the rest is the learner's. A module that fails to import
-    is replaced by the stub with the scaffolds in it. No reference source is involved.
-    ``modules["shipped"]``: the ``Shipped`` that runs the learner's code as they wrote it.
-    """
-    _package(PACKAGE, [submission])
-    modules, errors = {}, {}
-    stubs: dict[str, types.ModuleType] = {}
-    pinned, scaffolded = given_code.Pins(), {}
-    given_code.guard_torch(pinned)  # first: what the learner's classes inherit is guarded
-
-    def given(name: str) -> types.ModuleType:
-        if name not in stubs:
-            stubs[name] = _given(name, request)
-        return stubs[name]
-
-    for name in MODULES:
-        path = os.path.join(submission, f"{name}.py")
-        full = f"{PACKAGE}.{name}"
-        foreign = request["foreign"].get(name, [])
-        owned = request["owns"].get(name, [])
-        try:
-            if not os.path.isfile(path):
-                raise FileNotFoundError(f"{name}.py is missing from the submission")
-            spec = importlib.util.spec_from_file_location(full, path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[full] = module
-            spec.loader.exec_module(module)
-            before = set(vars(module))
-            absent = {q.split(".")[0] for q in owned} - before
-            _transplant(module, name, foreign, lambda name=name: given(name), scaffolded)
-            removed = {q.split(".")[0] for q in foreign} - before  # the stub's class stands in
-            for top in absent:
-                setattr(module, top, _absent(name, top))
-            given_code.pin(module, _stub(name, request), request["given"][name],
-                           [*owned, *foreign], absent | removed, pinned)
-            _repinning(module, owned, absent, pinned)
-        except BaseException as exc:  # noqa: BLE001 - SystemExit at import is a finding too
-            errors[name] = _error(exc, (os.path.abspath(path),))
-            module = given(name)  # what the other stages build on still works
-            sys.modules[full] = module
-        modules[name] = module
-    modules["shipped"] = Shipped(pinned, scaffolded)
-    return modules, errors
-
-
-def _repinning(module: types.ModuleType, owned: list[str], absent: set[str],
-               pinned: given_code.Pins) -> None:
-    """Each function of ``module`` that the graded stage owns, made to pin the given code
-    again once it returns (``given.repinning``), on the learner's own class."""
-    for qualname in owned:
-        if qualname.split(".")[0] in absent:
-            continue
-        try:
-            holder, name = _resolve(module, qualname)
-        except AttributeError:
-            continue
-        value = given_code.lookup(holder, name) if isinstance(holder, type) \
-            else vars(holder).get(name, given_code.MISSING)
-        if value is not given_code.MISSING:
-            pinned.set(holder, name, given_code.repinning(value, pinned))
 
 
 def _capture_output(directory: str) -> int:
@@ -296,7 +97,7 @@ def stage_process(conn: socket.socket, scratch: str, isolated: bool) -> None:
     by other means; that is why no verdict trusts this process: every point is earned by
     values the parent checks, see autograder/suites.)
     """
-    send, recv, run_probe = protocol.send, protocol.recv, probes.run
+    send, recv, run_probe, error_data = protocol.send, protocol.recv, probes.run, loader.error_data
     ProbeError, ProtocolError = probes.ProbeError, protocol.ProtocolError  # noqa: N806
     me = isolation.outer_pid() if isolated else os.getpid()
     if isolated:
@@ -308,8 +109,9 @@ def stage_process(conn: socket.socket, scratch: str, isolated: bool) -> None:
     request = recv(conn)
     limits = request.get("limits", {})
     torch.set_num_threads(1)
+    names = loader.file_names(request)  # the request's modules: lumen.stages says which
     isolation.write_files(folder, {name: text for name, text in request.get("files", {}).items()
-                                   if name in {f"{m}.py" for m in MODULES}})
+                                   if name in names})
     out_fd = _capture_output(output_dir)
     isolation.close_other_fds({conn.fileno(), out_fd})
     isolation.confine(limits)
@@ -317,9 +119,9 @@ def stage_process(conn: socket.socket, scratch: str, isolated: bool) -> None:
     os.chdir("/tmp" if isolated else folder)
     isolation.drop_privileges(limits.get("uid"))
     _hide_the_grader()
-    modules, errors = load(folder, request)
+    modules, errors = loader.load(folder, request)
     repin = modules["shipped"].reapply
-    learner_files = tuple(os.path.abspath(os.path.join(folder, f"{m}.py")) for m in MODULES)
+    learner_files = tuple(os.path.abspath(os.path.join(folder, name)) for name in names)
     _flush()
     output, offset = _read_new(out_fd, 0)
     send(conn, {"imports": errors, "output": output})
@@ -337,7 +139,7 @@ def stage_process(conn: socket.socket, scratch: str, isolated: bool) -> None:
         except ProbeError as exc:
             reply = {"probe_error": str(exc)}
         except BaseException as exc:  # noqa: BLE001 - whatever learner code raised, SystemExit too
-            reply = {"error": _error(exc, learner_files)}
+            reply = {"error": error_data(exc, learner_files)}
         reply["seconds"] = time.perf_counter() - started
         _flush()
         reply["output"], offset = _read_new(out_fd, offset)
@@ -360,10 +162,12 @@ def _flush() -> None:
 
 def _hide_the_grader() -> None:
     """Take the grader's modules out of reach by name: ``import probes``, ``sys.modules``
-    and ``import __main__`` (this file) no longer lead to them."""
-    for name in ("probes", "protocol", "isolation", "scaffolds", "given", "meta_device",
-                 "__main__"):
-        sys.modules.pop(name, None)
+    and ``import __main__`` (this file) no longer lead to them. Every module loaded from this
+    folder goes (the probes package's own modules too), not a list that could miss one."""
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None) if isinstance(module, types.ModuleType) else None
+        if isinstance(file, str) and os.path.abspath(file).startswith(HERE + os.sep):
+            del sys.modules[name]
     sys.modules["__main__"] = types.ModuleType("__main__")
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != HERE]
 

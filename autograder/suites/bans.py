@@ -6,10 +6,10 @@ in live code fails the test with the stage's lesson; any construct that could ca
 without naming it (``eval``, ``gc``, ``torch._C``, a computed ``getattr``, ...) fails it naming
 the line and the rule. Learner code cannot touch this check: it never runs in this process.
 
-**The recorder** in the learner's process (``record_calls`` in sandboxed/probes.py: the torch
-functions and ATen operators that ran, in every thread) only explains: learner code could
-silence it or fill it with anything, so it never decides a point. When the source already
-fails the test, it says whether the built-in also ran.
+**The recorder** in the learner's process (``record_calls`` in sandboxed/probes/recorder.py:
+the torch functions and ATen operators that ran, in every thread) only explains: learner code
+could silence it or fill it with anything, so it never decides a point. When the source
+already fails the test, it says whether the built-in also ran.
 
 Each test names what it needs (``Check``): the ban it enforces, the rules it applies and the
 files it reads; only these two tests depend on the rules, every other test earns its points

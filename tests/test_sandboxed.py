@@ -1,0 +1,192 @@
+"""The folder that runs next to learner code (``autograder/sandboxed/``) keeps its rule and shape.
+
+- **Its rule**: it imports nothing of the grader, the hidden suites or lumen (only the standard
+  library, torch and its own modules), and never pickle: it speaks JSON plus raw tensor bytes.
+- **The probes**: one module per stage, named as the stage and its hidden suite, and each probe
+  in exactly one of them, the stage whose suite asks for it; ``PROBES`` is built from them.
+- **The loader takes its module list from the request**: the grader builds the list from
+  ``lumen.stages.SUBMISSION_FILES`` (the worker keeps no copy), and a request naming another
+  list changes what a stage process writes and loads.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+
+from autograder.boundary.client import StageSession
+from autograder.boundary.request import MODULES, stage_request
+from autograder.grading import Grader, Submission
+from autograder.sandboxed import probes
+from lumen.stages import STAGE_NAMES, SUBMISSION_FILES
+
+ROOT = Path(__file__).resolve().parents[1]
+SANDBOXED = ROOT / "autograder" / "sandboxed"
+SUITES = ROOT / "autograder" / "suites"
+
+# --- the rule: imports -----------------------------------------------------------------------
+
+#: The folder's own modules and packages, as the worker imports them (by file name).
+OWN = frozenset(p.stem for p in SANDBOXED.iterdir()
+                if p.suffix == ".py" or (p / "__init__.py").is_file())
+#: Modules that would unpickle (run code from bytes): never on the learner's side.
+PICKLING = frozenset({"pickle", "marshal", "shelve", "copyreg", "dill", "cloudpickle", "joblib"})
+ALLOWED = (frozenset(sys.stdlib_module_names) - PICKLING) | {"torch"} | OWN
+
+
+def violations(source: str, path: Path) -> list[str]:
+    """What ``source`` (the file at ``path``, inside sandboxed/) imports or calls that the
+    folder's rule forbids: a module outside ``ALLOWED``, a relative import that leaves the
+    folder, or torch.load/torch.save (pickle underneath)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            names = [node.module]
+        elif isinstance(node, ast.ImportFrom):
+            package = path.parent
+            for _ in range(node.level - 1):
+                package = package.parent
+            if not package.is_relative_to(SANDBOXED):
+                found.append(f"line {node.lineno}: a relative import out of sandboxed/")
+            continue
+        elif (isinstance(node, ast.Attribute) and node.attr in ("load", "save")
+              and isinstance(node.value, ast.Name) and node.value.id == "torch"):
+            found.append(f"line {node.lineno}: torch.{node.attr} (pickle underneath)")
+            continue
+        else:
+            continue
+        found += [f"line {node.lineno}: imports {name}" for name in names
+                  if name.split(".")[0] not in ALLOWED]
+    return found
+
+
+def test_the_folder_imports_nothing_of_the_grader_and_never_pickles():
+    files = sorted(p for p in SANDBOXED.rglob("*.py") if "__pycache__" not in p.parts)
+    assert SANDBOXED / "probes" / "__init__.py" in files  # the walk reaches the package
+    found = {p.relative_to(ROOT).as_posix(): v for p in files
+             if (v := violations(p.read_text(encoding="utf-8"), p))}
+    assert not found, found
+
+
+@pytest.mark.parametrize("source", [
+    "import pickle", "from autograder import grading", "import lumen.stages",
+    "from solutions.stubber import stub", "import numpy", "from ...grading import Grader",
+    "x = torch.load(f)",
+])
+def test_the_rule_check_sees_a_breach(source):
+    assert violations(source, SANDBOXED / "probes" / "shared.py")
+
+
+@pytest.mark.parametrize("source", ["import torch.nn.functional as F", "from . import shared",
+                                    "from ..meta_device import on_meta", "import protocol",
+                                    "from collections.abc import Callable"])
+def test_the_rule_check_allows_the_folder_its_own(source):
+    assert violations(source, SANDBOXED / "probes" / "shared.py") == []
+
+
+# --- the probes: one module per stage ------------------------------------------------------
+
+
+def _stage(module) -> str:
+    return module.__name__.rsplit(".", 1)[1]
+
+
+def _strings(path: Path) -> set[str]:
+    return {node.value for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+
+
+def test_every_stage_has_its_probe_module_named_as_its_suite():
+    assert [_stage(m) for m in probes.STAGE_MODULES] == list(STAGE_NAMES)
+    for stage in STAGE_NAMES:
+        assert (SANDBOXED / "probes" / f"{stage}.py").is_file()
+        assert (SUITES / f"test_{stage}.py").is_file()
+
+
+def test_every_probe_belongs_to_one_stage_the_one_whose_suite_asks_for_it():
+    """A probe is listed in the module that defines it, and its name is asked for by its own
+    stage's suite and no other's: the registry is the stage modules' lists, joined."""
+    owner = {}
+    for module in probes.STAGE_MODULES:
+        public = {name for name, value in vars(module).items() if callable(value)
+                  and getattr(value, "__module__", None) == module.__name__
+                  and not name.startswith("_") and not isinstance(value, type)}
+        listed = {fn.__name__ for fn in module.PROBES}
+        assert listed == public, f"{module.__name__}: a public function that is not a probe"
+        owner.update((name, _stage(module)) for name in listed)
+    assert sum(len(m.PROBES) for m in probes.STAGE_MODULES) == len(owner)  # no name twice
+    assert set(probes.PROBES) == set(owner)
+    asked = {stage: _strings(SUITES / f"test_{stage}.py") for stage in STAGE_NAMES}
+    for name, stage in owner.items():
+        askers = sorted(s for s in STAGE_NAMES if name in asked[s])
+        assert askers == [stage], f"probe {name} is in probes/{stage}.py; asked for by {askers}"
+
+
+def test_a_probe_name_in_two_stages_stops_the_import(monkeypatch):
+    monkeypatch.setattr(probes, "STAGE_MODULES", (probes.embedding, probes.embedding))
+    with pytest.raises(ImportError, match="two probes called"):
+        probes._table()
+
+
+# --- the loader: its module list is the request's -------------------------------------------
+
+
+def test_the_request_names_the_submission_files_in_dependency_order():
+    """From the one source, lumen.stages.SUBMISSION_FILES; of the submission's modules, each
+    imports (relatively) only those before it, which the loader will have loaded."""
+    assert list(MODULES) == [name.removesuffix(".py") for name in SUBMISSION_FILES]
+    for stage in STAGE_NAMES:
+        assert stage_request(stage, {}, {}).message()["modules"] == list(MODULES)
+    for i, module in enumerate(MODULES):
+        tree = ast.parse((ROOT / "lumen" / f"{module}.py").read_text(encoding="utf-8"))
+        needs = {node.module for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module}
+        assert needs & set(MODULES) <= set(MODULES[:i]), (module, needs)
+
+
+@pytest.fixture(scope="module")
+def grader():
+    with Grader(device="cpu") as g:
+        yield g
+
+
+def _loaded(grader, tmp_path: Path, modules: list[str]) -> tuple[str, dict]:
+    """What stage 'embedding''s process printed while loading lumen's files plus notes.py,
+    each printing its name on import, when its request names ``modules``; and the import
+    errors it reported."""
+    files = {name: (ROOT / "lumen" / name).read_text(encoding="utf-8") for name in
+             SUBMISSION_FILES}
+    files["notes.py"] = "NOTES = 1\n"
+    files = {name: text + f'\nprint("loaded {name}")\n' for name, text in files.items()}
+    uid = grader.uid_range[0] if grader.launcher.uses_uids() else None
+    limits = Submission(worker=grader.worker, devices=["cpu"], files=files, uid=uid)
+    request = stage_request("embedding", files, limits.limits("embedding"))
+    request = replace(request, modules=modules,
+                      given={**request.given, "notes": "NOTES = 1\n"},
+                      owns={"notes": [], **request.owns}, foreign={"notes": [], **request.foreign})
+    session = StageSession(grader.worker, request, time.monotonic() + 120)
+    try:
+        outcome = session.call("embedding_check_ids", ids=torch.tensor([0, 1]), vocab_size=5)
+        assert outcome.ok, outcome
+        return session.take_printed(), outcome.import_errors
+    finally:
+        session.close()
+        grader.worker.reap()
+
+
+def test_a_request_naming_other_modules_changes_what_loads(grader, tmp_path):
+    printed, errors = _loaded(grader, tmp_path, list(MODULES))
+    assert printed.split() == ["loaded", "embeddings.py", "loaded", "params.py",
+                               "loaded", "gpt2.py"], printed
+    assert errors == {}
+    printed, errors = _loaded(grader, tmp_path, ["embeddings", "notes"])
+    assert printed.split() == ["loaded", "embeddings.py", "loaded", "notes.py"], printed
+    assert errors == {}
