@@ -10,6 +10,7 @@ the learner's process sends can raise here: whatever it sends is the learner's.
 
 from __future__ import annotations
 
+import os
 import select
 import shutil
 import socket
@@ -124,6 +125,7 @@ class Worker:
             start_new_session=True, env=self.launcher.environment(), cwd=self.tmp / "scratch",
         )
         phases.mark("worker: spawned")
+        self._owner = os.getpid()  # the grader; its forks (``forks.py``) only use the worker
         self._ready = False
         self.failed: str | None = None  # why the start failed, once it has
 
@@ -174,7 +176,10 @@ class Worker:
             pass
 
     def connect(self) -> socket.socket:
-        if not self.alive and self.failed is None:
+        # Only the grader that started the worker can see whether it is alive (a fork's
+        # ``poll`` cannot wait for it) and restart it: in a fork a worker that has ended
+        # refuses the connection, and the stage reports that its process could not start.
+        if os.getpid() == self._owner and not self.alive and self.failed is None:
             self.restart()
         self.wait_ready()
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
