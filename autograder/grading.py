@@ -10,7 +10,9 @@ step uses, in the order they run:
 2. ``Submission.open``: one process per stage in the worker (``worker_client``), each sent a
    ``stage_request.StageRequest``, under the limits ``sandbox`` decides;
 3. ``run_suites``: pytest over ``suites/``, whose tests call probes in those processes and
-   turn what comes back into ``results.TestResult`` verdicts (``suites/plugin.py``);
+   turn what comes back into ``results.TestResult`` verdicts (``suites/plugin.py``); the
+   stages' suites run side by side in forks of this process (``forks.py``), each fork
+   opening its own stages' processes (step 2);
 4. ``results.score``: points per verdict from ``rubric.toml``;
 5. the ``Grade``'s notes; ``report`` then shows it (terminal, results.json, JUnit).
 """
