@@ -10,7 +10,9 @@ step uses, in the order they run:
 2. ``Submission.open``: one process per stage in the worker (``boundary/client.py``), each sent a
    ``boundary/request.StageRequest``, under the limits ``boundary/launcher.py`` decides;
 3. ``run_suites``: pytest over ``suites/``, whose tests call probes in those processes and
-   turn what comes back into ``results.TestResult`` verdicts (``suites/plugin.py``);
+   turn what comes back into ``results.TestResult`` verdicts (``suites/plugin.py``); the
+   stages' suites run side by side in forks of this process (``forks.py``), each fork
+   opening its own stages' processes (step 2);
 4. ``results.score``: points per verdict from ``rubric.toml``;
 5. the ``Grade``'s notes; ``views/report.py`` then shows it (terminal, results.json, JUnit).
 """
@@ -29,6 +31,7 @@ from lumen.stages import STAGE_NAMES
 
 from . import phases
 from .boundary.launcher import BWRAP, UIDS_PER_SUBMISSION, choose_launcher, claim_uids, wants_gpu
+from .forks import FORKS, run_forked
 from .results import Grade, GraderError, TestResult, score
 
 SUITES = Path(__file__).resolve().parent / "suites"
@@ -89,10 +92,14 @@ class Submission:
         digest = hashlib.sha256(f"{self.seed}:{name}".encode()).digest()
         return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
-    def close(self) -> None:
-        """End every process of this submission, and wait until each one is gone."""
+    def close_sessions(self) -> None:
+        """End every stage process this process opened (``close`` waits for them)."""
         for session in self.sessions.values():
             session.close()
+
+    def close(self) -> None:
+        """End every process of this submission, and wait until each one is gone."""
+        self.close_sessions()
         self.worker.reap()
 
 
@@ -106,30 +113,69 @@ def import_suites() -> None:
     # The reference's tensors are tiny: one thread avoids ~100x slower forwards on a busy CPU.
     torch.set_num_threads(1)
 
+    import importlib
+
     from .suites import plugin  # noqa: F401
+    # The suites themselves, as pytest names them (the package path): imported once here, not
+    # once per grade or per fork (``forks``)
+    for _, path in suite_files():
+        importlib.import_module(f"autograder.suites.{path.stem}")
     phases.first("grader: pytest and the suites' plugin imported")
 
 
-def run_suites(submission: Submission, stages: list[str] | None = None) -> list[TestResult]:
-    """Run the hidden suites (all, or those of ``stages``) for one submission."""
+def given_sources() -> None:
+    """The stubs every stage process is sent (``boundary/request.given_source``, cached), made
+    now: a cold grade makes them while the worker imports torch, and the forks that grade the
+    suites (``forks``) inherit them instead of each making its own."""
+    from .boundary.request import MODULES, given_source
+
+    for module in MODULES:
+        given_source(module)
+
+
+def suite_files(stages: list[str] | None = None) -> list[tuple[str, Path]]:
+    """(stage, its hidden suite) for ``stages`` (in that order), or for every suite in the
+    order pytest collects them (by file name), which is the order of the results."""
+    if stages:
+        return [(s, SUITES / f"test_{s}.py") for s in stages]
+    return [(p.stem.removeprefix("test_"), p) for p in sorted(SUITES.glob("test_*.py"))]
+
+
+def run_suites(submission: Submission, stages: list[str] | None = None,
+               forks: int = FORKS) -> list[TestResult]:
+    """Run the hidden suites (all, or those of ``stages``) for one submission: dealt out to
+    ``forks`` forks of this process that grade side by side (``forks.py``), when there is
+    more than one suite and ``forks`` > 1; else here, one suite after another, its stage
+    processes loading side by side. Either way the verdicts are the same, in the same order."""
     import_suites()
+    import pytest
+
+    suites = suite_files(stages)
+    phases.mark("suites: started")
+    if forks > 1 and len(suites) > 1:
+        code, submission.results = run_forked(submission, suites, _pytest, forks)
+    else:
+        submission.open()
+        code = _pytest(submission, [str(path) for _, path in suites])
+    phases.mark("suites: done")
+    if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        raise GraderError(f"the hidden suites could not run (pytest exit code {code})")
+    return submission.results
+
+
+def _pytest(submission: Submission, paths: list[str]) -> int:
+    """pytest over the suite files ``paths``, its verdicts appended to submission.results."""
     import pytest
 
     from .suites.plugin import GradingPlugin
 
-    paths = [str(SUITES / f"test_{s}.py") for s in stages] if stages else [str(SUITES)]
     args = [*paths, "-c", str(SUITES / "pytest.ini"), "--rootdir", str(SUITES),
             "-p", "no:terminal", "-p", "no:cacheprovider", "-p", "no:logging",
             "-p", "no:junitxml", "-p", "no:doctest", "-p", "no:pastebin",
             # its clean-up runs gc.collect() five times per session (~0.4 s per learner); the
             # learner's code never runs in this process, so nothing of theirs is unraisable here
             "-p", "no:unraisableexception"]
-    phases.mark("suites: started")
-    code = pytest.main(args, plugins=[GradingPlugin(submission)])
-    phases.mark("suites: done")
-    if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-        raise GraderError(f"the hidden suites could not run (pytest exit code {code})")
-    return submission.results
+    return pytest.main(args, plugins=[GradingPlugin(submission)])
 
 
 class Grader:
@@ -149,6 +195,7 @@ class Grader:
         self.device = device
         self._devices: list[str] | None = None
         self._uids = itertools.cycle(self.uid_range[::UIDS_PER_SUBMISSION])
+        self.forks = FORKS  # how many forks grade the suites side by side (1: none)
 
     @property
     def devices(self) -> list[str]:
@@ -165,6 +212,7 @@ class Grader:
         started = time.perf_counter()
         devices = self.devices  # the grader's imports, while the worker does its own
         import_suites()
+        given_sources()  # made here once, before any fork needs them
         self._ready()
         prepared = prepare(Path(path))  # 1. take in the submission: its files, as data
         phases.mark("submission: read")
@@ -176,8 +224,7 @@ class Grader:
             deadline=time.monotonic() + self.worker.limits.submission_seconds, stages=stages)
         restarts = self.worker.restarts
         try:
-            submission.open()
-            results = run_suites(submission, stages)  # 3. run the checks
+            results = run_suites(submission, stages, self.forks)  # 2.-3. processes, checks
         finally:
             submission.close()  # every process of it gone before anything else runs
             phases.mark("submission: every process ended")

@@ -4,7 +4,9 @@
    (target: at most 1.5x), median of a few runs each, interleaved; and where the grade's
    time goes, phase by phase (imports on both sides, the worker's start, each stage process's
    start and load, the suites, the report), from the grader's own clock (autograder/phases.py).
-2. lumen's Embedding (forward + backward) against F.embedding, and cosine_neighbours against
+2. Warm grades in one grader, the suites one after another against dealt out to forks side
+   by side (autograder/forks.py): wall and the grader's CPU (no target: where forks pay).
+3. lumen's Embedding (forward + backward) against F.embedding, and cosine_neighbours against
    F.normalize + matmul + topk (target: within 1.1x), median of many repetitions.
 
     python benchmarks/grade_speed.py [--runs 5]
@@ -77,6 +79,41 @@ def cold_grade(runs: int) -> bool:
     return g / t <= COLD_TARGET
 
 
+def warm_forks(runs: int) -> None:
+    """Warm grades of lumen in one grader, the suites one after another (1 fork: none) and
+    dealt out to forks side by side (autograder/forks.py), interleaved; wall and CPU (this
+    process and its forks; the stage processes are the worker's) per grade."""
+    import resource
+
+    from autograder.forks import FORKS
+    from autograder.grading import Grader
+
+    def cpu() -> float:
+        own, forks = (resource.getrusage(who) for who in (resource.RUSAGE_SELF,
+                                                          resource.RUSAGE_CHILDREN))
+        return own.ru_utime + own.ru_stime + forks.ru_utime + forks.ru_stime
+
+    counts = sorted({1, 2, FORKS})
+    walls: dict[int, list[float]] = {n: [] for n in counts}
+    cpus: dict[int, list[float]] = {n: [] for n in counts}
+    with Grader() as grader:
+        grader.grade(ROOT / "lumen", seed=0)  # the first grade's one-time costs, paid
+        for run in range(runs):
+            for n in counts:
+                grader.forks = n
+                began, used = time.perf_counter(), cpu()
+                grade = grader.grade(ROOT / "lumen", seed=run)
+                walls[n].append(time.perf_counter() - began)
+                cpus[n].append(cpu() - used)
+                assert grade.score == 100, f"lumen scored {grade.score} with {n} forks"
+    serial = statistics.median(walls[1])
+    for n in counts:
+        wall = statistics.median(walls[n])
+        label = f"warm grade, {n} fork{'s' if n > 1 else ''}{' (default)' * (n == FORKS)}"
+        print(f"{label:30} {wall:6.2f} s wall ({wall / serial:4.2f}x serial), "
+              f"{statistics.median(cpus[n]):5.2f} s CPU in the grader (median of {runs})")
+
+
 def _compare(a, b, reps: int) -> tuple[float, float]:
     """Median seconds of ``a`` and ``b``, called alternately so both see the same load."""
     a(), b()  # warm up
@@ -138,6 +175,7 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=30, help="repetitions of each kernel")
     args = parser.parse_args()
     met = cold_grade(args.runs)
+    warm_forks(args.runs)
     kernels(args.reps)
     return 0 if met else 1
 

@@ -10,6 +10,7 @@ the learner's process sends can raise here: whatever it sends is the learner's.
 
 from __future__ import annotations
 
+import os
 import select
 import shutil
 import socket
@@ -125,6 +126,7 @@ class Worker:
             start_new_session=True, env=self.launcher.environment(), cwd=self.tmp / "scratch",
         )
         phases.mark("worker: spawned")
+        self._owner = os.getpid()  # the grader; its forks (``forks.py``) only use the worker
         self._ready = False
         self.failed: str | None = None  # why the start failed, once it has
 
@@ -175,7 +177,10 @@ class Worker:
             pass
 
     def connect(self) -> socket.socket:
-        if not self.alive and self.failed is None:
+        # Only the grader that started the worker can see whether it is alive (a fork's
+        # ``poll`` cannot wait for it) and restart it: in a fork a worker that has ended
+        # refuses the connection, and the stage reports that its process could not start.
+        if os.getpid() == self._owner and not self.alive and self.failed is None:
             self.restart()
         self.wait_ready()
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -276,37 +281,37 @@ class StageSession:
             self._drop()  # _open reports it, when the stage is graded
 
     def start(self) -> None:
-        """Fork this stage's child and send it the submission, without waiting for it to load:
-        the children of all stages load side by side while the first stage is graded."""
-        from ..sandboxed import protocol
-
+        """Have this stage's child forked and sent the submission, without waiting for either:
+        a thread of its own (``_load``) reads the child's first message, sends the request and
+        reads the answer, while the children of all stages load side by side and the first
+        stage is graded."""
         if self._started is None:
             self.connect()
-        if self.sock is None or self.pid is not None:
+        if self.sock is None or self.pid is not None or self._loading is not None:
             return  # the connection failed (``_open`` says so), or it was sent already
         self._started = time.monotonic()  # the import's time counts from here, as it did
-        deadline = self._import_deadline()
+        self._loading = threading.Thread(target=self._load,
+                                         args=(self.sock, self._import_deadline()),
+                                         name=f"lumen-{self.stage}-import", daemon=True)
+        self._loading.start()
+
+    def _load(self, sock: socket.socket, deadline: float) -> None:
+        """In its own thread (``start``): the child's pid, the submission sent, and the
+        child's answer to it, or what went wrong, by ``deadline``. Only this thread uses
+        ``sock`` until ``_open`` has joined it."""
+        from ..sandboxed import protocol
+
         try:
-            hello = protocol.recv(self.sock, deadline)
+            hello = protocol.recv(sock, deadline)
             if replies.problem(hello, replies.HELLO_PID) is not None:
                 raise ValueError("a first message that is not the stage process's")
             self.pid = hello["pid"]
             phases.mark(f"stage {self.stage}: process started")
-            protocol.send(self.sock, self.request.message(), deadline)
+            protocol.send(sock, self.request.message(), deadline)
         except (TimeoutError, EOFError, ConnectionError, OSError, protocol.ProtocolError,
-                ValueError):
-            self._drop()  # _open reports it, when the stage is graded
+                ValueError):  # as before any request was sent: the process did not start
+            self._loaded = (None, ConnectionError("the stage's process could not be started"))
             return
-        self._loading = threading.Thread(target=self._await_loaded, args=(self.sock, deadline),
-                                         name=f"lumen-{self.stage}-import", daemon=True)
-        self._loading.start()
-
-    def _await_loaded(self, sock: socket.socket, deadline: float) -> None:
-        """The child's answer to the submission, or what reading it raised, by ``deadline``
-        (in its own thread: ``start``). Only this thread reads ``sock`` until ``_open``
-        has joined it."""
-        from ..sandboxed import protocol
-
         try:
             self._loaded = (protocol.recv(sock, deadline), None)
         except BaseException as exc:  # noqa: BLE001 - handed to _open, which judges it

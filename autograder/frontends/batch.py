@@ -54,6 +54,7 @@ from lumen.stages import STAGE_NAMES
 
 from .. import ROOT
 from ..boundary.clean import MAX_NAME
+from ..forks import FORKS
 from ..views.escape import terminal
 from ..views.report import write_atomic, write_json
 from ..words import counted
@@ -119,7 +120,9 @@ def serve(config: dict) -> int:
         limits = Limits(**({"probe_seconds": config["probe_seconds"]}
                            if config.get("probe_seconds") else {}))
         # each claims users of its own (sandbox.claim_uids): no two processes share one
-        return Grader(config["device"], config["sandbox"], limits)
+        fresh = Grader(config["device"], config["sandbox"], limits)
+        fresh.forks = config.get("forks", fresh.forks)
+        return fresh
 
     for line in sys.stdin:
         job = json.loads(line)
@@ -325,7 +328,10 @@ def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
           + (f"; {skipped} graded before are skipped (--force regrades them)" if skipped else ""),
           file=progress)
 
-    config = {"device": device, "sandbox": sandbox, "probe_seconds": probe_seconds}
+    # Forks grade a learner's stages side by side where cores would idle; with a process per
+    # core, each learner's suites run one after another (forks would only add their cost).
+    config = {"device": device, "sandbox": sandbox, "probe_seconds": probe_seconds,
+              "forks": 1 if jobs >= (os.cpu_count() or 1) else FORKS}
     base = {"stages": stages, "visibility": visibility}
     pending = list(reversed(todo))
     lock = threading.Lock()
