@@ -16,7 +16,7 @@ from autograder import ROOT
 
 PACKAGE = ROOT / "autograder"
 CORE = {"autograder", "autograder.results", "autograder.rubric", "autograder.mistakes",
-        "autograder.words", "autograder.phases"}
+        "autograder.words", "autograder.phases", "autograder.options"}
 
 #: room -> the rooms its modules may import (besides their own room and anything outside the
 #: grader: lumen, solutions' stubber, the standard library, torch, pytest).

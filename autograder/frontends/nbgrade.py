@@ -72,6 +72,7 @@ from solutions.notebook import ASSIGNMENT, NOTEBOOK, grade_id, nbgrader_cells
 
 from .. import ROOT
 from ..boundary.clean import clean_text
+from ..options import Options
 from ..views.escape import (
     csv_number,
     csv_text,
@@ -672,10 +673,11 @@ def collect(learner: Path, target: Path, release: nbformat.NotebookNode) -> list
 # --- the pipeline -----------------------------------------------------------------------------
 
 
-def run(submissions: Path, course: Path, jobs: int = 2, device: str = "auto",
-        sandbox: str = "bwrap", feedback: str = "scores", progress=None,
-        late_penalty: str = "none", due: str | None = None) -> int:
-    """Grade every learner folder in ``submissions`` through nbgrader in ``course``.
+def run(submissions: Path, course: Path, options: Options | None = None, jobs: int = 2,
+        feedback: str = "scores", progress=None, late_penalty: str = "none",
+        due: str | None = None) -> int:
+    """Grade every learner folder in ``submissions`` through nbgrader in ``course``, under
+    ``options`` (``autograder/options.py``; nbgrade's command line sets device and sandbox).
 
     ``due``: the assignment's due date, set in the gradebook (else the one there, if any);
     ``late_penalty``: nbgrader's penalty for a submission after it (``LATE_PENALTIES``).
@@ -683,6 +685,7 @@ def run(submissions: Path, course: Path, jobs: int = 2, device: str = "auto",
     retries them), 2 when the pipeline stopped."""
     from . import batch
 
+    options = options or Options()
     progress = progress or sys.stderr
     started = time.perf_counter()
     course = course.resolve()
@@ -716,15 +719,16 @@ def run(submissions: Path, course: Path, jobs: int = 2, device: str = "auto",
         late = carry_timestamp(folders[learner], target)
         notes[learner] += [late] if late else []
 
-    wanted = {x: fingerprint(submitted / x / ASSIGNMENT, f"{sandbox} {device}") for x in learners}
+    wanted = {x: fingerprint(submitted / x / ASSIGNMENT,
+                             json.dumps(options.to_json(), sort_keys=True)) for x in learners}
     reused = [x for x in learners if reusable(course / GRADES, x, wanted[x])]
     if reused:
         print(f"reused the grades of {counted(len(reused), 'learner')} graded before from "
               "the same files by the same grader", file=progress)
     print(f"grading {counted(len(learners) - len(reused), 'learner')} in the sandbox",
           file=progress)
-    status = batch.run(submitted, course / f"{GRADES}.csv", jobs=jobs, device=device,
-                       sandbox=sandbox, out_dir=course / GRADES, progress=progress)
+    status = batch.run(submitted, course / f"{GRADES}.csv", options,
+                       batch.Batch(jobs=jobs, out_dir=course / GRADES), progress=progress)
     if status == 2:
         return 2
     failed = [x for x in learners if not (course / GRADES / x / "results.json").is_file()]
