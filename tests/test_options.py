@@ -158,6 +158,8 @@ ONCE = {
     "the default visibility": (r"= \"after_due_date\"", "options.py"),
     "the sandbox memory bound": (r"\b8 ?(<< ?30|\* ?GiB)\b", "options.py"),
     "the probe time": (r"probe_seconds: float = ", "options.py"),
+    "the ids' integer dtypes": (r"\(torch\.int8, torch\.int16, torch\.int32",
+                                "suites/promises/sweeps.py"),
 }
 
 
@@ -169,6 +171,12 @@ def test_each_fact_is_written_once(what):
              for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
              if re.search(pattern, line)]
     assert len(found) == 1 and found[0].startswith(f"{home}:"), found
+
+
+def test_the_edge_vocabularies_cover_every_integer_dtype():
+    from autograder.suites.promises.sweeps import EDGE_VOCAB, INTEGER_DTYPES
+
+    assert sorted(map(str, EDGE_VOCAB)) == sorted(map(str, INTEGER_DTYPES))
 
 
 def test_a_class_is_never_graded_under_one_seed(tmp_path):

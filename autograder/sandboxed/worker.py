@@ -40,7 +40,6 @@ import torch  # noqa: E402 - after the path is set; the one expensive import, do
 
 PACKAGE = "submission"  # the learner's files are imported as submission.embeddings, ...
 MODULES = ("embeddings", "params", "gpt2")  # in dependency order
-OUTPUT_LIMIT = 1 << 20  # bytes of learner stdout/stderr kept on disk per child
 
 
 def _package(name: str, path: list[str]) -> types.ModuleType:
