@@ -73,7 +73,7 @@ def test_help_quotes_the_defaults_it_has():
     """A help text saying "(default X)" is right about X: each default is written once, and
     the help reads it from there."""
     checked = 0
-    parsers = {**front_ends(), "gradescope build": gradescope_parser()}
+    parsers = {**front_ends(), "gradescope build": gradescope.command_line()}
     for command, parser in parsers.items():
         for action in parser._actions:
             quoted = re.search(r"default ([\w.-]+)\)", action.help or "")
@@ -84,26 +84,8 @@ def test_help_quotes_the_defaults_it_has():
     assert checked >= 5
 
 
-def gradescope_parser() -> argparse.ArgumentParser:
-    """The Gradescope build's --visibility: grade's choices and default."""
-    captured = {}
-
-    def stop(self, args=None, namespace=None):
-        captured["parser"] = self
-        raise SystemExit(0)
-
-    patch = pytest.MonkeyPatch()
-    patch.setattr(argparse.ArgumentParser, "parse_args", stop)
-    try:
-        with pytest.raises(SystemExit):
-            gradescope.main([])
-    finally:
-        patch.undo()
-    return captured["parser"]
-
-
 def test_gradescope_build_and_grade_share_the_visibilities():
-    build = _action(gradescope_parser(), "--visibility")
+    build = _action(gradescope.command_line(), "--visibility")
     grade = _action(_commands(command_line())["grade"], "--visibility")
     assert tuple(build.choices) == tuple(grade.choices) == options.VISIBILITIES
     assert build.default == grade.default == options.DEFAULT_VISIBILITY

@@ -272,7 +272,8 @@ def build(out: Path, torch: str = DEFAULT_TORCH, visibility: str = DEFAULT_VISIB
     return write_zip(out, entries)
 
 
-def main(argv: list[str] | None = None) -> int:
+def command_line() -> argparse.ArgumentParser:
+    """The build's options; ``--visibility`` has grade's choices and default."""
     parser = argparse.ArgumentParser(prog="python -m autograder.frontends.gradescope",
                                      description="Build the Gradescope autograder zip.")
     parser.add_argument("--out", type=Path, default=Path("build/autograder.zip"))
@@ -283,7 +284,11 @@ def main(argv: list[str] | None = None) -> int:
         "when learners see each hidden test's entry: its title, message and printed output "
         f"(default {DEFAULT_VISIBILITY}); the top-level output, shown at once, holds only the "
         "per-stage scores")})
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = command_line().parse_args(argv)
     out = build(args.out, args.torch, args.visibility)
     with zipfile.ZipFile(out) as archive:
         count = len(archive.namelist())
