@@ -27,7 +27,7 @@ from . import options as grading_options
 from . import phases
 from .boundary import launcher
 from .grading import Grader, GraderError
-from .options import Options
+from .options import FEEDBACK, LATE_PENALTIES, Options
 from .rubric import RubricError
 
 
@@ -145,14 +145,14 @@ def command_line() -> argparse.ArgumentParser:
     n.add_argument("--course", type=Path, default=Path("build/nbgrader"),
                    help="nbgrader's course folder, made or refreshed (default build/nbgrader)")
     n.add_argument("--jobs", type=int, default=2, help="grading processes (default 2)")
-    n.add_argument("--feedback", choices=("scores", "messages"), default="scores",
+    n.add_argument("--feedback", choices=FEEDBACK, default=FEEDBACK[0],
                    help="what each check cell shows the learner in nbgrader's feedback: the "
                         "stage's score and checks passed (default), or the hidden checks' "
                         "messages too")
     n.add_argument("--due", help="the assignment's due date in nbgrader's gradebook, e.g. "
                    "'2026-12-01 17:00:00 UTC' (default: the one set there before, if any); a "
                    "submission's timestamp.txt after it is late")
-    n.add_argument("--late-penalty", choices=("none", "zero"), default="none",
+    n.add_argument("--late-penalty", choices=LATE_PENALTIES, default=LATE_PENALTIES[0],
                    help="nbgrader's penalty for a late submission: none (default: only marked "
                         "late) or zero (its score)")
     grading_options.add_arguments(n, grading_options.WHERE)

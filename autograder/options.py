@@ -35,6 +35,10 @@ EXPOSED = ("the reference solution (lumen/), the hidden suites (autograder/suite
 #: Gradescope's test visibilities (its "test case visibility"), the one list of them.
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 DEFAULT_VISIBILITY = "after_due_date"
+#: nbgrade's own choices, each default first: here, not in frontends/nbgrade.py, so that the
+#: command line builds its parser without importing nbgrader.
+FEEDBACK = ("scores", "messages")  # what a check cell's output shows the learner
+LATE_PENALTIES = ("none", "zero")  # nbgrader's LateSubmissionPlugin.penalty_method
 
 
 @dataclass(frozen=True)

@@ -140,6 +140,8 @@ ONCE = {
     "the default visibility": (r"= \"after_due_date\"", "options.py"),
     "the sandbox memory bound": (r"\b8 ?(<< ?30|\* ?GiB)\b", "options.py"),
     "the probe time": (r"probe_seconds: float = ", "options.py"),
+    "nbgrade's feedback choices": (r"\"scores\", \"messages\"", "options.py"),
+    "nbgrader's late penalties": (r"\"none\", \"zero\"", "options.py"),
     "the ids' integer dtypes": (r"\(torch\.int8, torch\.int16, torch\.int32",
                                 "suites/promises/sweeps.py"),
 }
