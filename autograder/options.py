@@ -5,10 +5,10 @@ A grade depends on where learner code runs (``device``, ``sandbox``), what it ma
 (``visibility``) and the inputs' seed (``seed``). Each is declared here once, as a command-line
 option with its help text (``add_arguments``: every front end shows the same words), has its
 default here once, and is read from the parsed command line once (``Options.from_args``).
-The pipeline (``grading.Grader``), the batch, nbgrader, PrairieLearn and the Gradescope and
-Classroom builds all take the same object; the batch sends it to its grading processes as
-JSON (``to_json``) and they rebuild it (``from_json``), so a grading process grades under
-exactly the options the command was given.
+The pipeline (``grading.Grader``), the batch, nbgrade and PrairieLearn all take the same
+object, and the Gradescope build offers grade's visibilities; the batch sends it to its
+grading processes as JSON (``to_json``) and they rebuild it (``from_json``), so a grading
+process grades under exactly the options the command was given.
 
 Standard library and ``lumen.stages`` only: the sandbox check (``boundary/launcher.py``) and
 the Gradescope zip read this module, and neither may pull in torch.
