@@ -45,6 +45,7 @@ from ..boundary.clean import MAX_NAME
 from ..options import Options
 from ..views.escape import terminal
 from ..views.report import write_atomic, write_json
+from .classbook import ERROR, FEEDBACK, RESULTS
 
 MANIFEST = ".shard.json"  # a dot name: discover() never takes it for a learner
 MERGED = ".merged.json"  # marks a folder merge-shards wrote, which a later merge may refresh
@@ -53,7 +54,7 @@ FORMAT = 1
 #: their results.json). A future policy (a fixed seed per class) gets another name here.
 SEED_POLICY = "fresh per learner"
 #: The files the grader writes for a learner, which the merge carries over.
-RECORD_FILES = ("results.json", "feedback.txt", "error.txt")
+RECORD_FILES = (RESULTS, FEEDBACK, ERROR)
 #: The options that change a learner's verdict or record: shards must agree on each.
 VERDICT_OPTIONS = ("stages", "visibility", "probe_seconds", "sandbox")
 
