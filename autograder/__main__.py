@@ -23,22 +23,12 @@ import os
 import sys
 from pathlib import Path
 
-from lumen.stages import STAGE_NAMES
-
+from . import options as grading_options
 from . import phases
 from .boundary import launcher
-from .boundary.client import Limits
 from .grading import Grader, GraderError
+from .options import FEEDBACK, LATE_PENALTIES, Options
 from .rubric import RubricError
-
-
-def _stages(value: str) -> list[str]:
-    names = [s for s in value.split(",") if s]
-    unknown = [s for s in names if s not in STAGE_NAMES]
-    if unknown:
-        raise argparse.ArgumentTypeError(f"unknown stage(s) {', '.join(unknown)}; the stages "
-                                         f"are {', '.join(STAGE_NAMES)}")
-    return names
 
 
 def _formats(value: str) -> list[str]:
@@ -56,24 +46,6 @@ def _shard(value: str) -> tuple[int, int]:
     from .frontends.shards import parse_shard
 
     return parse_shard(value)
-
-
-VISIBILITY = ("hidden", "after_due_date", "after_published", "visible")  # Gradescope's
-
-
-def _shared_options(command: argparse.ArgumentParser) -> None:
-    """The options ``grade`` and ``grade-batch`` have in common, defined once."""
-    command.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
-                         help="auto: CPU, and CUDA too when there is a GPU (default)")
-    launcher.add_option(command)
-    command.add_argument("--visibility", default="after_due_date", choices=VISIBILITY,
-                         help="Gradescope visibility of each hidden test (default "
-                              "after_due_date)")
-    command.add_argument("--stage", action="append", type=_stages, metavar="STAGE[,STAGE]",
-                         help="grade only these stages; default: all")
-    command.add_argument("--probe-seconds", type=float, default=Limits.probe_seconds,
-                         help="time one call into learner code may take (default "
-                              f"{Limits.probe_seconds:g}); two timeouts end that stage")
 
 
 def _sandbox_ready(kind: str) -> bool:
@@ -113,7 +85,13 @@ def _roster(exports: list[str], path: Path | None):
     return roster
 
 
-def main(argv: list[str] | None = None) -> int:
+def _exports(args: argparse.Namespace) -> list[str]:
+    """The formats of every ``--export FORMAT[,FORMAT]``, in order."""
+    return [f for chosen in args.export or [] for f in chosen]
+
+
+def command_line() -> argparse.ArgumentParser:
+    """Every command and its options; the grading options are ``options.py``'s, declared once."""
     parser = argparse.ArgumentParser(prog="python -m autograder",
                                      description="Grade 'The Embedding Layer' exercises.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -121,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("path", type=Path, nargs="?", default=Path("exercises"))
     g.add_argument("--out", type=Path, help="write Gradescope's results.json here")
     g.add_argument("--junit", type=Path, help="write JUnit XML here")
-    g.add_argument("--seed", type=int, help="reproduce an earlier run's inputs")
+    grading_options.add_arguments(g)
     b = commands.add_parser("grade-batch", help="grade a class: one folder or .zip per learner")
     b.add_argument("submissions", type=Path, help="the folder of learners' submissions")
     b.add_argument("--out", type=Path, default=Path("grades.csv"),
@@ -142,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="grade only shard K of N (1 <= K <= N): the learners whose id hashes "
                         "there, the same on every machine; then merge-shards (README.md, "
                         "'Grading on a cluster')")
+    grading_options.add_arguments(b, grading_options.CLASS)
     m = commands.add_parser("merge-shards", help="combine the outputs of grade-batch --shard "
                             "K/N, for K = 1..N, into the files one batch over the class writes")
     m.add_argument("shards", type=Path, nargs="+",
@@ -166,21 +145,23 @@ def main(argv: list[str] | None = None) -> int:
     n.add_argument("--course", type=Path, default=Path("build/nbgrader"),
                    help="nbgrader's course folder, made or refreshed (default build/nbgrader)")
     n.add_argument("--jobs", type=int, default=2, help="grading processes (default 2)")
-    n.add_argument("--feedback", choices=("scores", "messages"), default="scores",
+    n.add_argument("--feedback", choices=FEEDBACK, default=FEEDBACK[0],
                    help="what each check cell shows the learner in nbgrader's feedback: the "
                         "stage's score and checks passed (default), or the hidden checks' "
                         "messages too")
     n.add_argument("--due", help="the assignment's due date in nbgrader's gradebook, e.g. "
                    "'2026-12-01 17:00:00 UTC' (default: the one set there before, if any); a "
                    "submission's timestamp.txt after it is late")
-    n.add_argument("--late-penalty", choices=("none", "zero"), default="none",
+    n.add_argument("--late-penalty", choices=LATE_PENALTIES, default=LATE_PENALTIES[0],
                    help="nbgrader's penalty for a late submission: none (default: only marked "
                         "late) or zero (its score)")
-    for command in (g, b):
-        _shared_options(command)
-    n.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
-    launcher.add_option(n)
-    args = parser.parse_args(argv)
+    grading_options.add_arguments(n, grading_options.WHERE)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = command_line().parse_args(argv)
+    options = Options.from_args(args)  # every grading option, built once, passed on
     phases.mark("grader: command line read")
     if args.command in ("grade-batch", "nbgrade") and not _sandbox_ready(args.sandbox):
         return 2  # before any learner: a batch never grades a class without its sandbox
@@ -192,9 +173,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: no folder of submissions at {args.submissions}", file=sys.stderr)
             return 2
         try:
-            return nbgrade(args.submissions, args.course, jobs=args.jobs, device=args.device,
-                           sandbox=args.sandbox, feedback=args.feedback,
-                           late_penalty=args.late_penalty, due=args.due)
+            return nbgrade(args.submissions, args.course, options, jobs=args.jobs,
+                           feedback=args.feedback, late_penalty=args.late_penalty, due=args.due)
         except (NbgradeError, NotebookError) as error:
             print(f"error: {error}", file=sys.stderr)
             return 2
@@ -202,12 +182,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "prairielearn":
         from .frontends.prairielearn import run as prairielearn
 
-        return prairielearn(args)
+        return prairielearn(args, options)
 
     if args.command == "merge-shards":
         from .frontends.shards import merge
 
-        exports = [f for chosen in args.export or [] for f in chosen]
+        exports = _exports(args)
         roster = _roster(exports, args.roster)
         if roster is False:
             return 2
@@ -217,12 +197,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return merge(args.shards, args.out, exports, roster, args.assignment)
 
-    limits = Limits(probe_seconds=args.probe_seconds)
-    stages = sorted({s for chosen in args.stage or [] for s in chosen},
-                    key=STAGE_NAMES.index) or None
-
     if args.command == "grade-batch":
-        from .frontends.batch import run
+        from .frontends.batch import Batch, run
 
         if not args.submissions.is_dir():
             print(f"error: no folder of submissions at {args.submissions}", file=sys.stderr)
@@ -231,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: --out {args.out}: name the CSV with its suffix (grades.csv); the "
                   "per-learner folder takes the name without it", file=sys.stderr)
             return 2
-        exports = [f for chosen in args.export or [] for f in chosen]
+        exports = _exports(args)
         if args.shard and (exports or args.roster):
             print("error: --export with --shard would write one shard's part of the "
                   "gradebook: export when merging (merge-shards ... --export FORMAT "
@@ -240,20 +216,18 @@ def main(argv: list[str] | None = None) -> int:
         roster = _roster(exports, args.roster)
         if roster is False:
             return 2
-        return run(args.submissions, args.out, jobs=args.jobs, force=args.force,
-                   device=args.device, sandbox=args.sandbox, stages=stages,
-                   visibility=args.visibility, probe_seconds=args.probe_seconds,
-                   exports=exports, roster=roster, assignment=args.assignment,
-                   shard=args.shard)
+        return run(args.submissions, args.out, options,
+                   Batch(jobs=args.jobs, force=args.force, exports=tuple(exports),
+                         roster=roster, assignment=args.assignment, shard=args.shard))
 
     if not args.path.exists():
         print(f"error: no submission at {args.path}", file=sys.stderr)
         return 2
     try:
-        with Grader(args.device, args.sandbox, limits) as grader:
+        with Grader(options) as grader:
             for note in grader.operator_notes():  # the operator's channel, never results.json
                 print(f"note: {note}", file=sys.stderr)
-            result = grader.grade(args.path, args.seed, stages)
+            result = grader.grade(args.path)
     except (GraderError, RubricError, OSError) as error:
         print(f"error: the grader could not run: {type(error).__name__}: {error}", file=sys.stderr)
         return 2
@@ -262,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     print(report.terminal(result), end="")
     phases.mark("report: printed")
     if args.out:
-        report.write_json(args.out, report.gradescope(result, args.visibility))
+        report.write_json(args.out, report.gradescope(result, options.visibility))
     if args.junit:
         report.write_atomic(args.junit, report.junit(result))
     return 0

@@ -30,8 +30,9 @@ from pathlib import Path
 from lumen.stages import STAGE_NAMES
 
 from . import phases
-from .boundary.launcher import BWRAP, UIDS_PER_SUBMISSION, choose_launcher, claim_uids, wants_gpu
+from .boundary.launcher import UIDS_PER_SUBMISSION, choose_launcher, claim_uids, wants_gpu
 from .forks import FORKS, run_forked
+from .options import Options
 from .results import Grade, GraderError, TestResult, score
 
 SUITES = Path(__file__).resolve().parent / "suites"
@@ -179,20 +180,21 @@ def _pytest(submission: Submission, paths: list[str]) -> int:
 
 
 class Grader:
-    """A warm worker and the settings every submission is graded with."""
+    """A warm worker and the options every submission is graded with (``options.Options``)."""
 
-    def __init__(self, device: str = "auto", sandbox: str = BWRAP, limits=None) -> None:
-        """Learner code runs as users of a block this grader claims for its lifetime
+    def __init__(self, options: Options | None = None) -> None:
+        """Grade under ``options`` (``autograder/options.py``; default: ``grade``'s defaults).
+        Learner code runs as users of a block this grader claims for its lifetime
         (``claim_uids``: no other grader on the machine has them), ``UIDS_PER_SUBMISSION``
         per submission in turn (one per stage process)."""
-        from .boundary.client import Limits, Worker
+        from .boundary.client import Worker
 
-        self.launcher = choose_launcher(sandbox)
+        self.options = options or Options()
+        self.launcher = choose_launcher(self.options.sandbox)
         self.uid_range, self._claim = (claim_uids() if self.launcher.uses_uids()
                                        else (range(0), None))
-        self.launcher.cuda = wants_gpu(device)  # before torch is imported here
-        self.worker = Worker(limits or Limits(), self.launcher)
-        self.device = device
+        self.launcher.cuda = wants_gpu(self.options.device)  # before torch is imported here
+        self.worker = Worker(self.options.limits, self.launcher)
         self._devices: list[str] | None = None
         self._uids = itertools.cycle(self.uid_range[::UIDS_PER_SUBMISSION])
         self.forks = FORKS  # how many forks grade the suites side by side (1: none)
@@ -200,16 +202,20 @@ class Grader:
     @property
     def devices(self) -> list[str]:
         if self._devices is None:
-            self._devices = choose_devices(self.device)
+            self._devices = choose_devices(self.options.device)
         return self._devices
 
     def grade(self, path: Path, seed: int | None = None,
               stages: list[str] | None = None) -> Grade:
-        """Grade the submission at ``path`` (a folder or a .zip), stage by stage."""
+        """Grade the submission at ``path`` (a folder or a .zip), stage by stage: under the
+        options' seed and stages, unless ``seed`` or ``stages`` say otherwise for this one."""
         from .boundary.intake import prepare
         from .rubric import load
 
         started = time.perf_counter()
+        seed = self.options.seed if seed is None else seed
+        if stages is None and self.options.stages:
+            stages = list(self.options.stages)
         devices = self.devices  # the grader's imports, while the worker does its own
         import_suites()
         given_sources()  # made here once, before any fork needs them
@@ -278,9 +284,3 @@ def _no_grader_errors(results: list[TestResult], path: Path) -> None:
         raise GraderError(f"{len(failures)} internal error(s) while grading {path}: "
                           + " | ".join(failures[:3]))
 
-
-def grade(path: Path, device: str = "auto", sandbox: str = BWRAP, seed: int | None = None,
-          limits=None, stages: list[str] | None = None) -> Grade:
-    """Grade one submission from a cold start."""
-    with Grader(device, sandbox, limits) as grader:
-        return grader.grade(path, seed, stages)

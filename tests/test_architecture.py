@@ -19,7 +19,7 @@ PACKAGE = ROOT / "autograder"
 #: (the stubber, the handout, the notebook) and that uses it (the rubric's points, wording).
 OURS = ("autograder", "solutions")
 CORE = {"autograder", "autograder.results", "autograder.rubric", "autograder.mistakes",
-        "autograder.words", "autograder.phases"}
+        "autograder.words", "autograder.phases", "autograder.options"}
 
 #: room -> the rooms its modules may import (besides their own room and anything outside the
 #: grader: lumen, solutions' stubber, the standard library, torch, pytest).

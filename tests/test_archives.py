@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder.boundary.client import Limits
 from autograder.boundary.intake import UNUSABLE, prepare
 from autograder.grading import Grader
+from autograder.options import Limits, Options
 from lumen.stages import SUBMISSION_FILES
 
 LUMEN = Path(__file__).resolve().parents[1] / "lumen"
@@ -124,8 +124,8 @@ def test_a_hard_link_in_a_folder_is_refused(tmp_path):
 
 @pytest.fixture(scope="module")
 def grader():
-    with Grader(device="cpu", limits=Limits(probe_seconds=5, import_seconds=10,
-                                            submission_seconds=60)) as g:
+    with Grader(Options(device="cpu", limits=Limits(probe_seconds=5, import_seconds=10,
+                                            submission_seconds=60))) as g:
         yield g
 
 

@@ -28,6 +28,7 @@ from autograder import mistakes
 from autograder.boundary.intake import MAX_FILE
 from autograder.frontends import batch, classbook
 from autograder.frontends.summary import write_summary
+from autograder.options import Limits, Options
 from lumen.stages import STAGE_NAMES, SUBMISSION_FILES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,9 +97,12 @@ def _rows(csv_path: Path) -> dict[str, dict[str, str]]:
         return {row["learner"]: row for row in csv.DictReader(f)}
 
 
-def _run(submissions: Path, out: Path, **options) -> tuple[int, str]:
+def _run(submissions: Path, out: Path, probe_seconds: float = Limits.probe_seconds,
+         **settings) -> tuple[int, str]:
+    """grade-batch over ``submissions`` with ``settings`` (``batch.Batch``'s)."""
     progress = io.StringIO()
-    code = batch.run(submissions, out, stages=STAGES, progress=progress, **options)
+    options = Options(stages=STAGES, limits=Limits(probe_seconds=probe_seconds))
+    code = batch.run(submissions, out, options, batch.Batch(**settings), progress=progress)
     return code, progress.getvalue()
 
 
@@ -344,7 +348,7 @@ def test_the_learners_files_name_the_submission_not_the_instructors_folder(tmp_p
 
     class Fake(Grader):  # grades nothing; says what prepare() would say of bob.zip
         def __init__(self) -> None:
-            pass
+            self.options = Options()
 
         def grade(self, path: Path, seed: int | None = None, stages=None):
             from autograder.results import Grade

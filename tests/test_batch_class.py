@@ -23,6 +23,7 @@ import pytest
 
 from autograder.boundary.launcher import BwrapLauncher
 from autograder.frontends import batch
+from autograder.options import Limits, Options
 from lumen.stages import STAGE_NAMES, SUBMISSION_FILES
 from tests.test_forgery import FORGERIES
 from tests.test_grader_attacks import ATTACKS, HONEST, HOSTILE, LIFTING, POOLING
@@ -130,7 +131,8 @@ def graded(tmp_path_factory):
     learners = _class(root / "submissions")
     out = root / "grades.csv"
     progress = io.StringIO()
-    code = batch.run(root / "submissions", out, jobs=2, progress=progress, probe_seconds=3)
+    code = batch.run(root / "submissions", out, Options(limits=Limits(probe_seconds=3)),
+                     batch.Batch(jobs=2), progress=progress)
     with open(out, newline="", encoding="utf-8") as f:
         rows = {row["learner"]: row for row in csv.DictReader(f)}
     results = {lid: json.loads((root / "grades" / lid / "results.json").read_text())

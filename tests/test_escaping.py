@@ -329,8 +329,8 @@ def test_a_hostile_class_through_grade_batch(tmp_path):
     progress = io.StringIO()
     out = tmp_path / "grades.csv"
     roster_ = exports.load_roster(tmp_path / "roster.csv")
-    code = batch.run(subs, out, jobs=2, progress=progress, exports=list(exports.FORMATS),
-                     roster=roster_)
+    code = batch.run(subs, out, batch=batch.Batch(jobs=2, exports=exports.FORMATS,
+                                                  roster=roster_), progress=progress)
     assert code == 0, progress.getvalue()
     shown = progress.getvalue()
     assert not LIVE.search(shown), shown

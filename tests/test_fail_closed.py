@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 
 from autograder.__main__ import main
-from autograder.boundary.client import Limits
 from autograder.boundary.launcher import (
     FIRST_UID,
     GRADER,
@@ -30,6 +29,7 @@ from autograder.boundary.launcher import (
     view,
 )
 from autograder.grading import Grader, GraderError
+from autograder.options import Limits, Options
 from autograder.views import report
 from lumen.stages import SUBMISSION_FILES
 from tests.variants.build import make_submission
@@ -111,7 +111,7 @@ def test_learner_code_reads_and_writes_nothing_of_the_grader(mode, tmp_path):
                "/root/written-outside", str(other / "embeddings.py")]
     folder = make_submission(tmp_path / "attacker", _attack(targets, outside))
     limits = Limits(probe_seconds=10, submission_seconds=60)
-    with Grader(device="cpu", sandbox=mode, limits=limits) as grader:
+    with Grader(Options(device="cpu", sandbox=mode, limits=limits)) as grader:
         result = grader.grade(folder, stages=["embedding"])
     found = _found(result)
     uid = int(found[0].removeprefix("uid="))
@@ -131,7 +131,7 @@ def test_an_honest_submission_grades_the_same_in_every_mode(mode, tmp_path):
     folder.mkdir()
     for name in SUBMISSION_FILES:
         (folder / name).write_text((REPO / "lumen" / name).read_text())
-    with Grader(device="cpu", sandbox=mode) as grader:
+    with Grader(Options(device="cpu", sandbox=mode)) as grader:
         result = grader.grade(folder, seed=11)
     assert result.score == 100, report.terminal(result)
     assert result.sandbox == mode
@@ -160,7 +160,7 @@ def test_no_bwrap_is_an_error_naming_the_fix(no_bwrap):
     _says_the_fix(str(raised.value))
     assert "Permission denied" in str(raised.value)  # what bwrap said
     with pytest.raises(GraderError):
-        Grader(device="cpu")
+        Grader(Options(device="cpu"))
 
 
 @pytest.mark.parametrize("kind", ["auto", "process", "", "none"])
@@ -250,7 +250,7 @@ def test_operator_notes_never_reach_the_learner(tmp_path, capsys):
     assert data["extra_data"]["sandbox"] == "unsafe-process"
     assert any("unsafe-process" in n for n in data["extra_data"]["operator_notes"])
 
-    with Grader(device="cpu", sandbox="unsafe-process") as grader:
+    with Grader(Options(device="cpu", sandbox="unsafe-process")) as grader:
         reply = batch.grade_one(grader, {"learner": "bob", "path": str(folder),
                                          "stages": ["embedding"]})
     _learner_sees(reply["feedback"], "feedback.txt")

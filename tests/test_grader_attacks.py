@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder.boundary.client import Limits
 from autograder.boundary.launcher import BwrapLauncher
 from autograder.grading import Grader
+from autograder.options import Limits, Options
 from tests.variants.build import make_submission
 
 REPO = Path(__file__).resolve().parents[1]
@@ -53,7 +53,7 @@ SANDBOXES = ["bwrap", pytest.param("unsafe-process", marks=pytest.mark.skipif(
 @pytest.fixture(scope="module", params=SANDBOXES)
 def grader(request):
     limits = Limits(probe_seconds=3, import_seconds=6, submission_seconds=40)
-    with Grader(device="cpu", sandbox=request.param, limits=limits) as g:
+    with Grader(Options(device="cpu", sandbox=request.param, limits=limits)) as g:
         yield g
 
 
@@ -444,7 +444,7 @@ def test_hostile_learners_do_not_touch_later_victims(grader, tmp_path):
     """Hostile learners graded before each victim on the same warm worker change nothing:
     every victim's per-stage verdicts equal its solo grade on a fresh worker."""
     solo = {}
-    with Grader(device="cpu", sandbox="bwrap") as fresh:
+    with Grader(Options(device="cpu", sandbox="bwrap")) as fresh:
         for name, replacements in VICTIMS.items():
             folder = make_submission(tmp_path / f"solo-{len(solo)}", replacements)
             solo[name] = _per_stage(fresh.grade(folder, seed=7))
@@ -529,7 +529,7 @@ def test_memory_of_the_whole_sandbox_is_bounded(tmp_path):
     folder.rmdir()
     limits = Limits(probe_seconds=20, import_seconds=10, submission_seconds=60,
                     sandbox_memory_bytes=1 << 30)
-    with Grader(device="cpu", sandbox="bwrap", limits=limits) as small:
+    with Grader(Options(device="cpu", sandbox="bwrap", limits=limits)) as small:
         assert "cgroup" in small.launcher.memory
         stage, _ = _embedding(small, tmp_path, {"embeddings:Embedding.forward": '''
             def forward(self, ids):

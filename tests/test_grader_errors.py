@@ -74,6 +74,7 @@ def test_grade_batch_retries_then_marks_a_grading_error(tmp_path, monkeypatch):
     import io
 
     from autograder.frontends import batch
+    from autograder.options import Options
 
     submissions = tmp_path / "submissions"
     for learner in ("alice", "bob"):
@@ -85,8 +86,8 @@ def test_grade_batch_retries_then_marks_a_grading_error(tmp_path, monkeypatch):
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))  # the grading processes find no bwrap
     progress = io.StringIO()
-    code = batch.run(submissions, out, jobs=1, sandbox="bwrap", stages=["params"],
-                     progress=progress)
+    params = Options(sandbox="bwrap", stages=["params"])
+    code = batch.run(submissions, out, params, batch.Batch(jobs=1), progress=progress)
     assert code in (1, 2), progress.getvalue()
     rows = {r["learner"]: r for r in csv.DictReader(out.open())}
     for learner in ("alice", "bob"):
@@ -94,6 +95,6 @@ def test_grade_batch_retries_then_marks_a_grading_error(tmp_path, monkeypatch):
         assert "grading error (tried 2 times" in rows[learner]["notes"], rows[learner]
     assert "grading error" in (tmp_path / "grades" / "summary.md").read_text()
     monkeypatch.undo()
-    code = batch.run(submissions, out, jobs=1, stages=["params"], progress=io.StringIO())
+    code = batch.run(submissions, out, params, batch.Batch(jobs=1), progress=io.StringIO())
     rows = {r["learner"]: r for r in csv.DictReader(out.open())}
     assert code == 0 and rows["alice"]["total"] == rows["bob"]["total"] == "15"

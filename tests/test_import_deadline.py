@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder.boundary.client import Limits, StageSession
+from autograder.boundary.client import StageSession
 from autograder.grading import Grader
+from autograder.options import Limits, Options
 from tests.variants.build import make_submission
 
 IMPORT_SECONDS = 2.0
@@ -24,7 +25,7 @@ LIMITS = Limits(probe_seconds=10, import_seconds=IMPORT_SECONDS, submission_seco
 
 @pytest.fixture(scope="module")
 def grader():
-    with Grader(device="cpu", limits=LIMITS) as g:
+    with Grader(Options(device="cpu", limits=LIMITS)) as g:
         # One stage after another in this process, as grade-batch grades with a process per
         # core: the case where a later stage is read late (a fork reads its two stages so too)
         g.forks = 1

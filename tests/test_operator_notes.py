@@ -25,6 +25,7 @@ import pytest
 from autograder.frontends import batch, classbook, classroom, nbgrade
 from autograder.frontends.summary import SUMMARY, write_summary
 from autograder.grading import Grader
+from autograder.options import Options
 from autograder.views import report
 from lumen.stages import STAGE_NAMES
 from solutions import notebook, release
@@ -59,7 +60,7 @@ def seen(request, tmp_path_factory) -> tuple[list[str], dict[str, str], dict]:
     with pytest.MonkeyPatch.context() as patch:
         notes_of = Grader.operator_notes
         patch.setattr(Grader, "operator_notes", lambda self: [*notes_of(self), FORCED])
-        with Grader(sandbox=mode) as grader:
+        with Grader(Options(sandbox=mode)) as grader:
             notes = grader.operator_notes()
             grade = grader.grade(learner, seed=0)
             reply = batch.grade_one(grader, {"learner": "alice", "path": str(learner)})

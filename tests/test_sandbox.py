@@ -65,6 +65,7 @@ def test_the_learner_can_import_what_python_has(tmp_path):
     import pytest
 
     from autograder.grading import Grader
+    from autograder.options import Options
     from tests.variants.build import make_submission
 
     if BwrapLauncher.find() is None:
@@ -74,7 +75,7 @@ def test_the_learner_can_import_what_python_has(tmp_path):
             import torch._dynamo  # not imported by the worker: read from site-packages now
             raise RuntimeError(f"imported {torch._dynamo.__name__}")
     '''})
-    with Grader(device="cpu", sandbox="bwrap") as grader:
+    with Grader(Options(device="cpu", sandbox="bwrap")) as grader:
         result = grader.grade(folder, stages=["embedding"])
     messages = [r.message for s in result.stages for r, _, _ in s.tests]
     assert any("imported torch._dynamo" in m for m in messages), messages

@@ -23,6 +23,7 @@ import torch
 from autograder.boundary.client import StageSession
 from autograder.boundary.request import MODULES, stage_request
 from autograder.grading import Grader, Submission
+from autograder.options import Options
 from autograder.sandboxed import probes
 from lumen.stages import STAGE_NAMES, SUBMISSION_FILES
 
@@ -154,7 +155,7 @@ def test_the_request_names_the_submission_files_in_dependency_order():
 
 @pytest.fixture(scope="module")
 def grader():
-    with Grader(device="cpu") as g:
+    with Grader(Options(device="cpu")) as g:
         yield g
 
 

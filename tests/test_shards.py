@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from autograder.frontends import batch, shards
+from autograder.options import Options
 from autograder.views.escape import csv_text
 from lumen.stages import SUBMISSION_FILES
 from tests.variants.build import make_submission
@@ -34,6 +35,7 @@ from tests.variants.embedding import MISTAKES
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE = "=cmd|x <b>y</b>".replace("/", "")  # a formula and HTML; "/" cannot be in a name
 CLASS_FILES = ("grades.csv", "grades/summary.md", "grades/histogram.png")
+EMBEDDING = Options(stages=["embedding"])  # what these batches grade: one stage, quickly
 
 
 def make_class(folder: Path) -> None:
@@ -274,8 +276,8 @@ def test_a_shard_that_died_is_rerun_alone_and_resumes(graded, copies, tmp_path):
     (lost / "results.json").unlink()
     assert "holds no shard manifest" in _merge(copies, tmp_path / "m.csv")[1]
     progress = io.StringIO()
-    code = batch.run(root / "submissions", two.with_suffix(".csv"), stages=["embedding"],
-                     progress=progress, shard=(2, 3))
+    code = batch.run(root / "submissions", two.with_suffix(".csv"), EMBEDDING,
+                     batch.Batch(shard=(2, 3)), progress=progress)
     assert code == 0, progress.getvalue()
     assert "grading 1 of 3 learners" in progress.getvalue()
     assert (lost / "results.json").is_file()
@@ -319,8 +321,9 @@ def test_the_merges_gradebook_exports_are_the_single_runs(graded, copies, tmp_pa
     assert [p.name for p in exported] == ["grades-canvas.csv", "grades-moodle.csv",
                                           "grades-roster.csv"]
     before = {p: p.read_bytes() for p in [*exported, out]}
-    code = batch.run(root / "submissions", out, stages=["embedding"], progress=progress,
-                     exports=["canvas", "moodle", "csv"], roster=load_roster(roster))
+    code = batch.run(root / "submissions", out, EMBEDDING,
+                     batch.Batch(exports=("canvas", "moodle", "csv"), roster=load_roster(roster)),
+                     progress=progress)
     assert code == 0, progress.getvalue()
     assert "grading 0 of 6 learners" in progress.getvalue()
     assert {p: p.read_bytes() for p in before} == before

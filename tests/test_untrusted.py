@@ -19,8 +19,9 @@ import pytest
 import torch
 
 from autograder.boundary.clean import MAX_NAME, MAX_OUTPUT, MAX_TEXT, clean, clean_reply, clean_text
-from autograder.boundary.client import Limits, StageSession
+from autograder.boundary.client import StageSession
 from autograder.grading import Grader
+from autograder.options import Limits, Options
 from autograder.sandboxed.protocol import MetaTensor, RemoteObject
 from autograder.views import report
 from tests.variants.build import make_submission
@@ -224,7 +225,7 @@ def grader():
     and it hands back everything printed (the sandbox's users may differ in what they
     capture)."""
     limits = Limits(probe_seconds=5, import_seconds=10, submission_seconds=60)
-    with Grader(device="cpu", sandbox="unsafe-process", limits=limits) as g:
+    with Grader(Options(device="cpu", sandbox="unsafe-process", limits=limits)) as g:
         yield g
 
 

@@ -26,8 +26,9 @@ import torch
 
 from autograder.boundary import replies
 from autograder.boundary.clean import clean
-from autograder.boundary.client import MALFORMED, Limits, Outcome, StageSession
+from autograder.boundary.client import MALFORMED, Outcome, StageSession
 from autograder.grading import Grader
+from autograder.options import Limits, Options
 from autograder.results import GraderError
 from autograder.sandboxed import protocol
 from autograder.sandboxed.probes import PROBES
@@ -356,7 +357,7 @@ def honest_replies() -> dict:
     mp.setattr(protocol, "recv", spy)
     mp.setattr(StageSession, "call", spy_call)
     try:
-        with Grader(device="cpu") as grader:
+        with Grader(Options(device="cpu")) as grader:
             grader.forks = 1  # the spies record in this process, where the suites then run
             result = grader.grade("lumen")
     finally:
@@ -535,7 +536,7 @@ WIRE_ATTACKS = {
 @pytest.fixture(scope="module")
 def grader():
     limits = Limits(probe_seconds=2, import_seconds=8, submission_seconds=60)
-    with Grader(device="cpu", limits=limits) as g:
+    with Grader(Options(device="cpu", limits=limits)) as g:
         yield g
 
 
@@ -684,7 +685,7 @@ def test_schema_valid_strange_replies_are_judged_not_raised(monkeypatch, seed):
 
     monkeypatch.setattr(StageSession, "call", strange)
     try:
-        with Grader(device="cpu") as grader:
+        with Grader(Options(device="cpu")) as grader:
             result = grader.grade("lumen")
     except GraderError as error:
         pytest.fail(f"a schema-valid reply raised inside a hidden test: {error}")

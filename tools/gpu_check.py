@@ -82,12 +82,12 @@ def main(argv: list[str] | None = None) -> int:
     last = (tests.stdout.strip().splitlines() or ["no output"])[-1]
     results.append(check("pytest -m cuda", tests.returncode == 0, last))
 
-    from autograder.boundary.client import Limits
     from autograder.grading import Grader
+    from autograder.options import Limits, Options
     from tests.variants.build import make_submission
 
-    with tempfile.TemporaryDirectory() as tmp, Grader(device="cuda") as gpu, \
-            Grader(device="cpu") as cpu:
+    with tempfile.TemporaryDirectory() as tmp, Grader(Options(device="cuda")) as gpu, \
+            Grader(Options(device="cpu")) as cpu:
         lumen = gpu.grade(ROOT / "lumen", seed=1)
         results.append(check("lumen graded on cpu and cuda", lumen.score == 100
                              and gpu.devices == ["cpu", "cuda"],
@@ -105,8 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         results.append(check(f"a hard-coded device loses points on cuda ({name})", lost))
         results.append(check("memory bound on the GPU runner", True, gpu.launcher.memory))
 
-    limits = Limits(probe_seconds=60, submission_seconds=120, sandbox_memory_bytes=8 << 30)
-    with tempfile.TemporaryDirectory() as tmp, Grader(device="cuda", limits=limits) as gpu:
+    limits = Limits(probe_seconds=60, submission_seconds=120)  # the default 8 GiB cgroup
+    with tempfile.TemporaryDirectory() as tmp, Grader(Options(device="cuda", limits=limits)) as gpu:
         hog = gpu.grade(make_submission(Path(tmp) / "hog", HOG), stages=["embedding"])
         after = gpu.grade(ROOT / "lumen", stages=["embedding"])
         results.append(check("a 64 GiB host allocation is stopped, and costs only its points",

@@ -20,6 +20,7 @@ import libcst as cst
 from mutmut.mutation.file_mutation import create_mutations
 
 from autograder.grading import Grader
+from autograder.options import Options
 from lumen.stages import SUBMISSION_FILES
 from solutions.release import LUMEN, find_regions
 
@@ -156,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     started = time.perf_counter()
     killed, survivors, equivalent = 0, [], []
-    with Grader(device="auto") as grader, tempfile.TemporaryDirectory() as tmp:
+    with Grader(Options(device="auto")) as grader, tempfile.TemporaryDirectory() as tmp:
         todo = [(name, *m) for name in SUBMISSION_FILES for m in mutants(name)]
         if args.limit:
             todo = todo[: args.limit]

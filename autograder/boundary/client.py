@@ -24,6 +24,7 @@ from pathlib import Path
 from lumen.stages import parse_stub_message
 
 from .. import ROOT, phases
+from ..options import Limits
 from . import replies
 from .clean import clean_reply, clean_text  # every reply from learner code: cleaned once
 
@@ -33,20 +34,6 @@ PRINTED_LIMIT = 4000  # characters of a test's printed output shown to the learn
 #: Why an answer is the learner's when it is not what the grader's probe sends.
 MALFORMED = ("your code's process answered with something the grader's probe does not send "
              "(did your code replace parts of the grader, or write to its socket?)")
-
-
-@dataclass
-class Limits:
-    """What one submission may use. Times in seconds."""
-
-    probe_seconds: float = 20.0  # one probe (one call into learner code)
-    import_seconds: float = 20.0  # importing the learner's three files for one stage
-    stage_seconds: float = 120.0  # one stage's checks, from its first
-    submission_seconds: float = 300.0  # everything, all stages
-    memory_bytes: int = 2 << 30  # address space a child may add on top of torch's own
-    sandbox_memory_bytes: int = 8 << 30  # all processes of a worker (a cgroup, where possible)
-    file_bytes: int = 16 << 20  # largest file (and captured output) a child may write
-    startup_seconds: float = 60.0  # the worker's own start (importing torch)
 
 
 @dataclass

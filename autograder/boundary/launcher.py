@@ -21,8 +21,8 @@ Two launchers start the worker (``sandboxed/worker.py``):
 
 ``choose_launcher`` picks one, and never falls back: without a working bwrap, the default is
 a ``GraderError`` naming the fix. ``wants_gpu`` says whether the GPU is shown to the worker,
-and ``child_limits(uid)`` says what a stage process may use. ``add_option`` is the one
-``--sandbox`` option of every front end.
+and ``child_limits(uid)`` says what a stage process may use. The ``--sandbox`` option itself
+is declared with every other grading option, once, in ``autograder/options.py``.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ import time
 from pathlib import Path
 from stat import S_ISDIR
 
+from ..options import BWRAP, EXPOSED, SANDBOXES, UNSAFE, GiB, Limits, add_arguments
 from ..results import GraderError
 
 FIRST_UID = 200_000  # unprivileged users for learner code
@@ -46,35 +47,19 @@ UIDS_PER_SUBMISSION = 8  # one per stage process (six stages), so no two share a
 UIDS_PER_GRADER = 10_000  # a grader's block of users, its submissions' in turn (claim_uids)
 UID_BLOCKS = 1_000  # blocks from FIRST_UID on: graders running at once on one machine
 CLAIMS = Path("/run/lumen-uids")  # root's: one lock file per block, held by its grader
-SANDBOX_MEMORY = 8 << 30  # bytes for all of one worker's processes, where a cgroup allows it
 #: What the worker's filesystem holds, read-only: the system, never the machine's data.
 SYSTEM = ("/usr", "/etc", "/sys")
 MERGED = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")  # often links into /usr
 GRADER = "/grader"  # the sandboxed code, inside
 RUN = "/run/lumen"  # the worker's socket, inside
 
-#: The ``--sandbox`` choices: bubblewrap (the default), or, asked for by name, none at all.
-BWRAP, UNSAFE = "bwrap", "unsafe-process"
-SANDBOXES = (BWRAP, UNSAFE)
 #: BwrapLauncher.find's test that bwrap can start a sandbox here (setup.sh runs it too).
 PROBE = ("--ro-bind", "/", "/", "--unshare-net", "--unshare-pid", "--proc", "/proc",
          "--dev", "/dev", "--die-with-parent", "true")
-#: What learner code could read without the sandbox, said wherever that choice is offered.
-EXPOSED = ("the reference solution (lumen/), the hidden suites (autograder/suites/), "
-           "solutions/, this repository and other learners' submissions")
 FIX = ("install bubblewrap (apt-get install bubblewrap); on Ubuntu 24.04 also allow "
        "unprivileged user namespaces (sysctl -w kernel.apparmor_restrict_unprivileged_userns=0);"
        f" or pass --sandbox {UNSAFE} to grade without the sandbox, which, unless the grader "
        f"runs as root, lets learner code read {EXPOSED}")
-
-
-def add_option(command: argparse.ArgumentParser) -> None:
-    """``--sandbox``, the same for every front end (grade, grade-batch, nbgrade)."""
-    command.add_argument(
-        "--sandbox", choices=SANDBOXES, default=BWRAP,
-        help=f"{BWRAP} (default): learner code runs only inside bubblewrap, and grading stops "
-             f"with an error where it cannot start; {UNSAFE}: without it (unsafe: run as "
-             f"anyone but root, learner code can read {EXPOSED})")
 
 
 class PlainLauncher:
@@ -111,7 +96,7 @@ class PlainLauncher:
         return self.as_root
 
     def command(self, worker: Path, sandboxed: Path, run_dir: Path, scratch: Path,
-                memory: int = SANDBOX_MEMORY) -> list[str]:
+                memory: int = Limits.sandbox_memory_bytes) -> list[str]:
         args = [sys.executable, "-I", str(worker), "--socket", str(run_dir / "worker.sock"),
                 "--scratch", str(scratch / "children")]
         if self.as_root:  # the stage processes' private root: what bwrap would show, no more
@@ -188,7 +173,7 @@ class BwrapLauncher(PlainLauncher):
         return run_dir / "worker.sock"
 
     def command(self, worker: Path, sandboxed: Path, run_dir: Path, scratch: Path,
-                memory: int = SANDBOX_MEMORY) -> list[str]:
+                memory: int = Limits.sandbox_memory_bytes) -> list[str]:
         """bwrap's command line; ``memory``: bytes for the whole sandbox, where a cgroup can
         be made."""
         os.chmod(run_dir, 0o700)  # the socket: root (the zygote) only
@@ -230,7 +215,7 @@ class BwrapLauncher(PlainLauncher):
         if procs is None:
             self.memory = "per-process limits (no memory cgroup here)"
             return args
-        self.memory = f"a {memory / 2**30:g} GiB memory cgroup for the sandbox"
+        self.memory = f"a {memory / GiB:g} GiB memory cgroup for the sandbox"
         return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(procs), *args]
 
     def release(self) -> None:
@@ -377,13 +362,18 @@ def choose_launcher(kind: str = BWRAP) -> PlainLauncher:
     return BwrapLauncher(path)
 
 
+def command_line() -> argparse.ArgumentParser:
+    """``--sandbox``, as every front end declares it (``options.py``)."""
+    parser = argparse.ArgumentParser(prog="python -m autograder.boundary.launcher",
+                                     description="Check the sandbox for learner code.")
+    add_arguments(parser, ["sandbox"])
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m autograder.boundary.launcher [--sandbox KIND]``: whether learner code can run
     here as KIND asks (``make sandbox`` runs it): 0, or 1 with the fix. Standard library only."""
-    parser = argparse.ArgumentParser(prog="python -m autograder.boundary.launcher",
-                                     description="Check the sandbox for learner code.")
-    add_option(parser)
-    args = parser.parse_args(argv)
+    args = command_line().parse_args(argv)
     try:
         launcher = choose_launcher(args.sandbox)
     except GraderError as error:

@@ -48,6 +48,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from lumen.stages import STAGE_NAMES
@@ -55,6 +56,7 @@ from lumen.stages import STAGE_NAMES
 from .. import ROOT
 from ..boundary.clean import MAX_NAME
 from ..forks import FORKS
+from ..options import Options
 from ..views.escape import terminal
 from ..views.report import write_atomic, write_json
 from ..words import counted
@@ -70,6 +72,19 @@ from .classbook import (
 JOB_SECONDS = 600.0  # one learner, including a fresh worker's start: then the process is ended
 GIVE_UP_AFTER = 3  # grader failures before any success: the grader is broken, not the learners
 INTERRUPTED = "interrupted"  # why the batch stopped after Ctrl-C or SIGTERM
+
+
+@dataclass(frozen=True)
+class Batch:
+    """How the class is gone through (how each learner is graded is the ``Options``)."""
+
+    jobs: int = 1  # grading processes, each a warm worker
+    force: bool = False  # regrade learners graded before
+    out_dir: Path | None = None  # the per-learner folder; None: ``out`` without .csv
+    exports: tuple[str, ...] = ()  # exports.FORMATS to write, with ``roster``
+    roster: object = None  # a checked exports.Roster
+    assignment: str | None = None  # the gradebook column's name
+    shard: tuple[int, int] | None = None  # (K, N): only shard K of N
 
 
 # --- the grading process ---------------------------------------------------------------------
@@ -89,17 +104,19 @@ def _without_folder(value: object, folder: str) -> object:
 
 
 def grade_one(grader, job: dict) -> dict:
-    """Grade one learner with a warm ``grader``; the files to write, as text."""
+    """Grade one learner (``job``: their id and path) with a warm ``grader``, under its
+    options; the files to write, as text."""
     from ..boundary.intake import syntax_notes
     from ..views import report
 
     path = Path(job["path"])
-    result = grader.grade(path, stages=job.get("stages"))
+    options = grader.options
+    result = grader.grade(path)
     result.notes = [*result.notes, *syntax_notes(path)]
-    data = report.gradescope(result, job.get("visibility", "after_due_date"))
+    data = report.gradescope(result, options.visibility)
     data["extra_data"]["learner"] = job["learner"]
     data["extra_data"]["notes"] = result.notes
-    data["extra_data"]["graded_stages"] = job.get("stages") or list(STAGE_NAMES)
+    data["extra_data"]["graded_stages"] = list(options.stages or STAGE_NAMES)
     folder = str(path.parent) + os.sep  # e.g. in "<folder>/bob.zip is neither a folder ..."
     return {"learner": job["learner"], "score": result.score, "seconds": result.seconds,
             "results": _without_folder(data, folder),
@@ -107,20 +124,19 @@ def grade_one(grader, job: dict) -> dict:
 
 
 def serve(config: dict) -> int:
-    """A grading process: read jobs (JSON lines) on stdin, answer each on stdout."""
+    """A grading process: read jobs (JSON lines) on stdin, answer each on stdout; ``config``
+    holds the batch's ``Options`` as JSON (``Options.to_json``)."""
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # whatever else prints goes to the log, never into the replies
-    from ..boundary.client import Limits
     from ..grading import Grader, GraderError
     from ..rubric import RubricError
 
     grader = None
+    options = Options.from_json(config["options"])
 
     def fresh_grader() -> Grader:
-        limits = Limits(**({"probe_seconds": config["probe_seconds"]}
-                           if config.get("probe_seconds") else {}))
-        # each claims users of its own (sandbox.claim_uids): no two processes share one
-        fresh = Grader(config["device"], config["sandbox"], limits)
+        # each claims users of its own (launcher.claim_uids): no two processes share one
+        fresh = Grader(options)
         fresh.forks = config.get("forks", fresh.forks)
         return fresh
 
@@ -280,26 +296,29 @@ def _terminate_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
-        device: str = "auto", sandbox: str = "bwrap", stages: list[str] | None = None,
-        visibility: str = "after_due_date", out_dir: Path | None = None,
-        progress=None, probe_seconds: float | None = None, exports: list[str] | None = None,
-        roster=None, assignment: str | None = None,
-        shard: tuple[int, int] | None = None) -> int:
-    """Grade every learner in ``submissions``; write ``out`` (the CSV) and ``out_dir``.
+def run(submissions: Path, out: Path, options: Options | None = None,
+        batch: Batch | None = None, progress=None) -> int:
+    """Grade every learner in ``submissions`` under ``options``; write ``out`` (the CSV) and
+    ``batch.out_dir``.
 
-    ``shard`` (K, N): only the learners ``shards.shard_of`` puts in shard K of N, with a
-    manifest for ``merge-shards`` once the shard has finished (``autograder/frontends/shards.py``).
+    ``batch.shard`` (K, N): only the learners ``shards.shard_of`` puts in shard K of N, with a
+    manifest for ``merge-shards`` once the shard has finished
+    (``autograder/frontends/shards.py``).
 
-    ``exports`` (``exports.FORMATS``) with a checked ``exports.Roster``: the gradebook files
-    an LMS imports, next to ``out``, named ``assignment`` there.
+    ``batch.exports`` (``exports.FORMATS``) with a checked ``batch.roster``: the gradebook
+    files an LMS imports, next to ``out``, named ``batch.assignment`` there.
 
     Returns the exit status: 0 all graded, 1 some learners could not be graded (see the
     CSV's notes; a rerun retries them), 2 the batch stopped (a broken rubric or grader) or
     the gradebook files could not be written.
     """
+    options, batch = options or Options(), batch or Batch()
+    if options.seed is not None:  # one seed for a class would give everyone the same inputs
+        raise ValueError("a class is graded with a fresh seed per learner "
+                         "(shards.SEED_POLICY): grade one learner with --seed to replay theirs")
+    shard = batch.shard
     progress = progress or sys.stderr  # the progress bar: a line per learner
-    out_dir = out_dir or default_out_dir(out)
+    out_dir = batch.out_dir or default_out_dir(out)
     learners, ignored = discover(submissions, skip=(out_dir, out))
     everyone = [x.id for x in learners]
     if shard:
@@ -320,9 +339,9 @@ def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
         if learner.problem:
             _record(out_dir / learner.id, {"error": learner.problem}, failures)
     todo = [x for x in learners
-            if not x.problem and (force or not (out_dir / x.id / RESULTS).is_file())]
+            if not x.problem and (batch.force or not (out_dir / x.id / RESULTS).is_file())]
     skipped = len(learners) - len(todo) - sum(1 for x in learners if x.problem)
-    jobs = max(1, min(jobs, len(todo) or 1))
+    jobs = max(1, min(batch.jobs, len(todo) or 1))
     print(f"grading {len(todo)} of {counted(len(learners), 'learner')} with "
           f"{counted(jobs, 'process', 'processes')}"
           + (f"; {skipped} graded before are skipped (--force regrades them)" if skipped else ""),
@@ -330,9 +349,7 @@ def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
 
     # Forks grade a learner's stages side by side where cores would idle; with a process per
     # core, each learner's suites run one after another (forks would only add their cost).
-    config = {"device": device, "sandbox": sandbox, "probe_seconds": probe_seconds,
-              "forks": 1 if jobs >= (os.cpu_count() or 1) else FORKS}
-    base = {"stages": stages, "visibility": visibility}
+    config = {"options": options.to_json(), "forks": 1 if jobs >= (os.cpu_count() or 1) else FORKS}
     pending = list(reversed(todo))
     lock = threading.Lock()
     state = {"done": 0, "graded": 0, "failed": 0, "fatal": None}
@@ -347,7 +364,7 @@ def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
                     if not pending or state["fatal"]:
                         return
                     learner = pending.pop()
-                job = {**base, "learner": learner.id, "path": str(learner.path.resolve())}
+                job = {"learner": learner.id, "path": str(learner.path.resolve())}
                 try:
                     reply = process.grade(job)
                 except Exception as error:  # noqa: BLE001 - e.g. a reply line that is not JSON
@@ -396,8 +413,8 @@ def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
     if todo:
         print(f"graded {state['graded']} learners in {elapsed:.1f} s "
               f"({elapsed / max(state['done'], 1):.2f} s each)", file=progress)
-    rows, exported = write_class_files(learners, out, out_dir, failures, exports, roster,
-                                       assignment, progress)
+    rows, exported = write_class_files(learners, out, out_dir, failures, list(batch.exports),
+                                       batch.roster, batch.assignment, progress)
     if state["fatal"]:
         print(f"error: the batch stopped: {terminal(state['fatal'])}", file=progress)
         return 2
@@ -405,7 +422,7 @@ def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
         from . import shards
 
         shards.write_manifest(out_dir, shard, everyone, [x.id for x in learners],
-                              {**config, **base}, started_with)
+                              options, started_with)
     if not exported:
         return 2
     return 1 if any(row["total"] is None for row in rows) else 0

@@ -45,6 +45,7 @@ from solutions.zips import write_zip
 
 from .. import ROOT
 from ..boundary.launcher import PROBE
+from ..options import ARGUMENTS, DEFAULT_VISIBILITY, VISIBILITIES
 from ..words import counted
 
 #: Where a grade starts, relative to the repository's root: the command run_autograder runs
@@ -64,7 +65,6 @@ GRADER_FAILED = ("Your submission could not be graded: the autograder failed on 
                  "This is not a verdict on your code, and the 0 shown is not your grade: your "
                  "instructor can see what went wrong and will regrade it.")
 DEFAULT_TORCH = "torch==2.13.0"  # the Makefile's $(TORCH): the same pinned environment
-VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 
 SETUP_SH = """\
 #!/usr/bin/env bash
@@ -258,7 +258,7 @@ def files(root: Path = ROOT) -> list[Path]:
     return sorted(seen | {Path(name) for name in (*DATA, *SETUP)})
 
 
-def build(out: Path, torch: str = DEFAULT_TORCH, visibility: str = "after_due_date",
+def build(out: Path, torch: str = DEFAULT_TORCH, visibility: str = DEFAULT_VISIBILITY,
           root: Path = ROOT) -> Path:
     """Write the autograder zip to ``out``; returns ``out``."""
     if visibility not in VISIBILITIES:
@@ -271,17 +271,23 @@ def build(out: Path, torch: str = DEFAULT_TORCH, visibility: str = "after_due_da
     return write_zip(out, entries)
 
 
-def main(argv: list[str] | None = None) -> int:
+def command_line() -> argparse.ArgumentParser:
+    """The build's options; ``--visibility`` has grade's choices and default."""
     parser = argparse.ArgumentParser(prog="python -m autograder.frontends.gradescope",
                                      description="Build the Gradescope autograder zip.")
     parser.add_argument("--out", type=Path, default=Path("build/autograder.zip"))
     parser.add_argument("--torch", default=DEFAULT_TORCH,
                         help=f"what setup.sh pip-installs first (default {DEFAULT_TORCH})")
-    parser.add_argument("--visibility", default="after_due_date", choices=VISIBILITIES,
-                        help="when learners see each hidden test's entry: its title, message "
-                             "and printed output (default after_due_date); the top-level "
-                             "output, shown at once, holds only the per-stage scores")
-    args = parser.parse_args(argv)
+    flag, visibility = ARGUMENTS["visibility"]  # grade's own choices and default
+    parser.add_argument(flag, **{**visibility, "help": (
+        "when learners see each hidden test's entry: its title, message and printed output "
+        f"(default {DEFAULT_VISIBILITY}); the top-level output, shown at once, holds only the "
+        "per-stage scores")})
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = command_line().parse_args(argv)
     out = build(args.out, args.torch, args.visibility)
     with zipfile.ZipFile(out) as archive:
         count = len(archive.namelist())

@@ -72,6 +72,7 @@ from solutions.notebook import ASSIGNMENT, NOTEBOOK, grade_id, nbgrader_cells
 
 from .. import ROOT
 from ..boundary.clean import clean_text
+from ..options import FEEDBACK, LATE_PENALTIES, Options
 from ..views.escape import (
     csv_number,
     csv_text,
@@ -89,8 +90,6 @@ GRADES = "lumen"  # the course folder's subfolder of our grader's results
 OURS = ".lumen-nbgrade"  # marks a submitted/ tree as this command's copy
 MAX_NOTEBOOK = 16 << 20
 STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}")
-FEEDBACK = ("scores", "messages")  # what a check cell's output shows the learner
-LATE_PENALTIES = ("none", "zero")  # nbgrader's LateSubmissionPlugin.penalty_method
 TIMESTAMP = "timestamp.txt"  # nbgrader's record of when a submission was made
 GRADED_FROM = "graded-from.txt"  # next to a learner's results.json: the ``fingerprint`` graded
 
@@ -145,7 +144,7 @@ class SandboxedGrades(NbGraderPreprocessor):
 
     results = Unicode(GRADES, help="the folder of our grader's results, a results.json per "
                       "learner, relative to the course folder").tag(config=True)
-    feedback = Enum(FEEDBACK, default_value="scores", help="what a check cell shows: the "
+    feedback = Enum(FEEDBACK, default_value=FEEDBACK[0], help="what a check cell shows: the "
                     "stage's score and how many hidden checks passed, or also the hidden "
                     "checks' messages").tag(config=True)
 
@@ -282,7 +281,7 @@ def withhold_live_feedback(folder: Path) -> str | None:
             f"({', '.join(sorted(set(problems))[:3])})")
 
 
-def grading_config(feedback: str, late_penalty: str = "none") -> str:
+def grading_config(feedback: str, late_penalty: str = LATE_PENALTIES[0]) -> str:
     """What the course's nbgrader_config.py gets for grading, after the release settings."""
     return f'''
 # --- grading, written by `python -m autograder nbgrade` (autograder/frontends/nbgrade.py) ---
@@ -312,7 +311,7 @@ c.LateSubmissionPlugin.penalty_method = {late_penalty!r}
 # --- steps 1 and 2: the course, the submissions ------------------------------------------------
 
 
-def prepare_course(course: Path, feedback: str, late_penalty: str = "none",
+def prepare_course(course: Path, feedback: str, late_penalty: str = LATE_PENALTIES[0],
                    due: str | None = None) -> None:
     """The course folder, made or refreshed, with the assignment generated in its gradebook;
     ``due`` (any date nbgrader reads, e.g. "2026-12-01 17:00 UTC") becomes its due date there.
@@ -672,10 +671,11 @@ def collect(learner: Path, target: Path, release: nbformat.NotebookNode) -> list
 # --- the pipeline -----------------------------------------------------------------------------
 
 
-def run(submissions: Path, course: Path, jobs: int = 2, device: str = "auto",
-        sandbox: str = "bwrap", feedback: str = "scores", progress=None,
-        late_penalty: str = "none", due: str | None = None) -> int:
-    """Grade every learner folder in ``submissions`` through nbgrader in ``course``.
+def run(submissions: Path, course: Path, options: Options | None = None, jobs: int = 2,
+        feedback: str = FEEDBACK[0], progress=None, late_penalty: str = LATE_PENALTIES[0],
+        due: str | None = None) -> int:
+    """Grade every learner folder in ``submissions`` through nbgrader in ``course``, under
+    ``options`` (``autograder/options.py``; nbgrade's command line sets device and sandbox).
 
     ``due``: the assignment's due date, set in the gradebook (else the one there, if any);
     ``late_penalty``: nbgrader's penalty for a submission after it (``LATE_PENALTIES``).
@@ -683,6 +683,7 @@ def run(submissions: Path, course: Path, jobs: int = 2, device: str = "auto",
     retries them), 2 when the pipeline stopped."""
     from . import batch
 
+    options = options or Options()
     progress = progress or sys.stderr
     started = time.perf_counter()
     course = course.resolve()
@@ -716,15 +717,16 @@ def run(submissions: Path, course: Path, jobs: int = 2, device: str = "auto",
         late = carry_timestamp(folders[learner], target)
         notes[learner] += [late] if late else []
 
-    wanted = {x: fingerprint(submitted / x / ASSIGNMENT, f"{sandbox} {device}") for x in learners}
+    wanted = {x: fingerprint(submitted / x / ASSIGNMENT,
+                             json.dumps(options.to_json(), sort_keys=True)) for x in learners}
     reused = [x for x in learners if reusable(course / GRADES, x, wanted[x])]
     if reused:
         print(f"reused the grades of {counted(len(reused), 'learner')} graded before from "
               "the same files by the same grader", file=progress)
     print(f"grading {counted(len(learners) - len(reused), 'learner')} in the sandbox",
           file=progress)
-    status = batch.run(submitted, course / f"{GRADES}.csv", jobs=jobs, device=device,
-                       sandbox=sandbox, out_dir=course / GRADES, progress=progress)
+    status = batch.run(submitted, course / f"{GRADES}.csv", options,
+                       batch.Batch(jobs=jobs, out_dir=course / GRADES), progress=progress)
     if status == 2:
         return 2
     failed = [x for x in learners if not (course / GRADES / x / "results.json").is_file()]

@@ -36,6 +36,7 @@ from ``--tests`` (default ROOT/tests, the question's tests/ folder).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import threading
@@ -43,12 +44,15 @@ from pathlib import Path
 
 from lumen.stages import STAGE_NAMES, SUBMISSION_FILES
 
-from ..boundary import launcher
+from ..options import WHERE, Options, add_arguments
 from ..views.escape import terminal
 from ..views.report import write_atomic, write_json
 
 SETTINGS = "lumen.json"  # in the question's tests/ folder: the grader's settings for it
-VISIBILITIES = ("hidden", "visible")  # PrairieLearn shows results.json at once: no "later"
+#: Of Gradescope's visibilities (``options.VISIBILITIES``), those PrairieLearn can keep:
+#: it shows results.json at once, so there is no "later".
+VISIBILITIES = ("hidden", "visible")
+DEFAULT_VISIBILITY = "hidden"
 DEFAULT_ROOT = Path("/grade")
 TIME_LIMIT = 540  # our own deadline, under info.json's timeout (PrairieLearn allows 600)
 MAX_RESULTS = 1_000_000  # PrairieLearn's limit on results.json, in bytes
@@ -69,7 +73,7 @@ def failed() -> dict:
 
 def load_settings(folder: Path | None) -> dict:
     """The question's settings (``lumen.json``), checked; defaults without the file."""
-    settings = {"visibility": "hidden", "stages": None}
+    settings = {"visibility": DEFAULT_VISIBILITY, "stages": None}
     if folder is None or not (folder / SETTINGS).is_file():
         return settings
     try:
@@ -147,17 +151,17 @@ def add_options(parser: argparse.ArgumentParser) -> None:
                         help="PrairieLearn's /grade (default): student/ in, results/ out")
     parser.add_argument("--tests", type=Path,
                         help=f"where the question's {SETTINGS} is (default ROOT/tests)")
-    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
-    launcher.add_option(parser)
+    add_arguments(parser, WHERE)  # the question's lumen.json says the rest
     parser.add_argument("--time-limit", type=float, default=TIME_LIMIT,
                         help=f"seconds before giving up, results.json saying the grader "
                              f"failed (default {TIME_LIMIT}; under info.json's timeout)")
 
 
-def run(args: argparse.Namespace) -> int:
-    """Grade ``args.root``/student into ``args.root``/results/results.json. Exit status 0
-    when the student got a verdict (a grade, or gradable: false for their files), 2 when the
-    grader failed (results.json then says so, and no score)."""
+def run(args: argparse.Namespace, options: Options) -> int:
+    """Grade ``args.root``/student into ``args.root``/results/results.json under ``options``
+    (the command line's; the question's lumen.json sets the stages and the visibility). Exit
+    status 0 when the student got a verdict (a grade, or gradable: false for their files), 2
+    when the grader failed (results.json then says so, and no score)."""
     results = args.root / "results" / "results.json"
     results.parent.mkdir(parents=True, exist_ok=True)
     write_json(results, failed())  # first: whatever happens next, never a zero
@@ -178,14 +182,16 @@ def run(args: argparse.Namespace) -> int:
     from ..rubric import RubricError
 
     try:
-        with Grader(args.device, args.sandbox) as grader:
+        options = dataclasses.replace(options, stages=settings["stages"],
+                                      visibility=settings["visibility"])
+        with Grader(options) as grader:
             for note in grader.operator_notes():
                 print(f"note: {note}")  # stdout: the job's log, for the course staff
-            result = grader.grade(args.root / "student", stages=settings["stages"])
+            result = grader.grade(args.root / "student")
         from ..views import report
 
         print(report.terminal(result), end="")
-        text = json.dumps(to_prairielearn(result, settings["visibility"]), allow_nan=False,
+        text = json.dumps(to_prairielearn(result, options.visibility), allow_nan=False,
                           indent=2)
     except (GraderError, RubricError, OSError, ValueError) as error:
         print(f"lumen autograder: no grade: the grader failed: {type(error).__name__}: {error}")

@@ -19,7 +19,7 @@ from pathlib import Path
 from lumen.stages import STAGE_NAMES, SUBMISSION_FILES
 
 from ..views.report import write_atomic
-from .prairielearn import SETTINGS, VISIBILITIES
+from .prairielearn import DEFAULT_VISIBILITY, SETTINGS, VISIBILITIES
 
 QUESTION = "embeddingLayer"  # the question's id (its folder in questions/)
 #: The question's UUID, stable across rebuilds (PrairieLearn keys a question's history on it).
@@ -76,7 +76,7 @@ def info_json(image: str, timeout: int = 600) -> dict:
                                        "entrypoint": ENTRYPOINT, "timeout": timeout}}
 
 
-def build(out: Path, image: str = DEFAULT_IMAGE, visibility: str = "hidden",
+def build(out: Path, image: str = DEFAULT_IMAGE, visibility: str = DEFAULT_VISIBILITY,
           torch: str | None = None) -> Path:
     """Write ``out``/questions/embeddingLayer (info.json, question.html, tests/lumen.json)
     and ``out``/image (the Dockerfile and the files grading needs); returns ``out``."""
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--out", type=Path, default=Path("build/prairielearn"))
     b.add_argument("--image", default=DEFAULT_IMAGE,
                    help=f"the image info.json names (default {DEFAULT_IMAGE})")
-    b.add_argument("--visibility", choices=VISIBILITIES, default="hidden",
+    b.add_argument("--visibility", choices=VISIBILITIES, default=DEFAULT_VISIBILITY,
                    help="hidden (default): students see their per-stage scores; visible: "
                         "each check's title, message and printed output too")
     b.add_argument("--torch", help="what the image pip-installs first (default: torch==2.13.0's "

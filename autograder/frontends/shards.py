@@ -42,8 +42,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..boundary.clean import MAX_NAME
+from ..options import Options
 from ..views.escape import terminal
 from ..views.report import write_atomic, write_json
+from .classbook import ERROR, FEEDBACK, RESULTS
 
 MANIFEST = ".shard.json"  # a dot name: discover() never takes it for a learner
 MERGED = ".merged.json"  # marks a folder merge-shards wrote, which a later merge may refresh
@@ -52,7 +54,7 @@ FORMAT = 1
 #: their results.json). A future policy (a fixed seed per class) gets another name here.
 SEED_POLICY = "fresh per learner"
 #: The files the grader writes for a learner, which the merge carries over.
-RECORD_FILES = ("results.json", "feedback.txt", "error.txt")
+RECORD_FILES = (RESULTS, FEEDBACK, ERROR)
 #: The options that change a learner's verdict or record: shards must agree on each.
 VERDICT_OPTIONS = ("stages", "visibility", "probe_seconds", "sandbox")
 
@@ -161,11 +163,10 @@ def versions() -> dict[str, str]:
 
 
 def write_manifest(out_dir: Path, shard: tuple[int, int], everyone: list[str],
-                   mine: list[str], options: dict, started_with: dict[str, str]) -> None:
-    """The shard's manifest, written last, once the shard finished (``batch.run``);
-    ``started_with``: ``versions()`` as the shard started."""
-    from ..boundary.client import Limits  # None means its default: the same verdicts
-
+                   mine: list[str], options: Options, started_with: dict[str, str]) -> None:
+    """The shard's manifest, written last, once the shard finished (``batch.run``), with the
+    ``options`` it graded under; ``started_with``: ``versions()`` as the shard started."""
+    graded = options.to_json() | {"probe_seconds": options.limits.probe_seconds}
     records = {}
     for learner in mine:
         folder = out_dir / learner
@@ -175,9 +176,8 @@ def write_manifest(out_dir: Path, shard: tuple[int, int], everyone: list[str],
         "format": FORMAT, "shard": shard[0], "of": shard[1],
         "grader": started_with["grader"], "rubric": started_with["rubric"],
         "seed": SEED_POLICY,
-        "options": {k: options.get(k) for k in VERDICT_OPTIONS}
-        | {"probe_seconds": options.get("probe_seconds") or Limits.probe_seconds},
-        "device": options.get("device"),  # noted, not compared: scores are device-independent
+        "options": {k: graded[k] for k in VERDICT_OPTIONS},
+        "device": options.device,  # noted, not compared: scores are device-independent
         "class": {"learners": len(everyone), "digest": class_digest(everyone)},
         "learners": records})
 

@@ -34,8 +34,6 @@ import probes  # noqa: E402
 import protocol  # noqa: E402
 import torch  # noqa: E402 - after the path is set; the one expensive import, done once
 
-OUTPUT_LIMIT = 1 << 20  # bytes of learner stdout/stderr kept on disk per child
-
 
 def _capture_output(directory: str) -> int:
     """Send this process's stdout/stderr to a bounded file the learner cannot open by name;

@@ -14,9 +14,12 @@ import pytest
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    from autograder.options import ARGUMENTS
+
+    _, device = ARGUMENTS["device"]  # the same choices, default and words as every front end's
     group = parser.getgroup("lumen autograder")
     group.addoption("--submission", help="the learner's folder (embeddings.py, params.py, gpt2.py)")
-    group.addoption("--grade-device", default="auto", choices=("auto", "cpu", "cuda"))
+    group.addoption("--grade-device", **device)
     group.addoption("--grade-seed", type=int, default=None, help="reproduce a run's inputs")
 
 
@@ -29,8 +32,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if not submission:
         raise pytest.UsageError("the hidden suites need --submission PATH (a learner's folder)")
     from autograder.grading import Grader
+    from autograder.options import Options
 
-    grader = Grader(config.getoption("--grade-device"))
+    grader = Grader(Options(device=config.getoption("--grade-device")))
     config.add_cleanup(grader.close)
     direct = _Direct(grader, Path(submission), config.getoption("--grade-seed"))
     config.pluginmanager.register(direct, "lumen-direct")

@@ -41,7 +41,13 @@ from autograder.suites.feedback import (
     unwrap_meta,
     verdict_of,
 )
-from autograder.suites.promises.sweeps import EDGE_VOCAB, edge_ids, top_id, wrap_hint
+from autograder.suites.promises.sweeps import (
+    EDGE_VOCAB,
+    INTEGER_DTYPES,
+    edge_ids,
+    top_id,
+    wrap_hint,
+)
 
 if TYPE_CHECKING:
     from autograder.boundary.client import Outcome
@@ -50,7 +56,6 @@ STAGE = "embedding"
 MODULE = "embeddings"
 SHAPES = {(): "a single id (0-D)", (7,): "a sequence (1-D)", (3, 5): "a batch (2-D)",
           (2, 3, 4): "a 3-D block of ids", (0,): "no ids at all (an empty sequence)"}
-INTEGER_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 EMBEDDING = "Embedding(vocab_size, d_model, std=0.02, scale=False)"
 CHECK_IDS = "check_ids(ids, vocab_size)"
 

@@ -28,14 +28,19 @@ from autograder.suites.feedback import (
     expect_unchanged,
     unwrap,
 )
-from autograder.suites.promises.sweeps import EDGE_VOCAB, top_id, wrap_hint, wraps
+from autograder.suites.promises.sweeps import (
+    EDGE_VOCAB,
+    INTEGER_DTYPES,
+    top_id,
+    wrap_hint,
+    wraps,
+)
 from lumen import embeddings as ref
 
 STAGE = "neighbours"
 MODULE = "embeddings"
 GAP = 1e-3  # the least distance between two scores whose order decides an answer
 TOL = {"rtol": 1e-4, "atol": 1e-5}  # float32 cosines computed in another order
-INTEGER_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 COSINE = "cosine_similarity(a, b, eps=1e-8)"
 NEIGHBOURS = "cosine_neighbours(E, token, k)"
 ANALOGY = "analogy(E, a, b, c, k=1, exclude_inputs=True)"

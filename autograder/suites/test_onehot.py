@@ -37,7 +37,13 @@ from autograder.suites.feedback import (
     unwrap,
     unwrap_meta,
 )
-from autograder.suites.promises.sweeps import EDGE_VOCAB, edge_ids, top_id, wrap_hint
+from autograder.suites.promises.sweeps import (
+    EDGE_VOCAB,
+    INTEGER_DTYPES,
+    edge_ids,
+    top_id,
+    wrap_hint,
+)
 from lumen import embeddings as ref
 
 if TYPE_CHECKING:
@@ -52,7 +58,6 @@ SHAPES = {(): "a single id (0-D)", (6,): "a sequence (1-D)", (2, 5): "a batch (2
 #: 4 GB, so int16's range is passed only by stages embedding and neighbours.
 LARGEST = 1_000
 EDGES = {dtype: min(V, LARGEST) for dtype, V in EDGE_VOCAB.items()}
-INTEGER_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 ONE_HOT = "one_hot(ids, num_classes, dtype=torch.float32)"
 EMBED = "embed_via_onehot(weight, ids)"
 

@@ -22,6 +22,7 @@ from lumen.stages import stage
 
 from ..boundary.clean import encodable
 from ..mistakes import CRASHED, IMPORT_FAILED, MISTAKE, NOT_RUN, TIMED_OUT, kind
+from ..options import DEFAULT_VISIBILITY
 from ..results import Grade, StageGrade, TestResult
 from .escape import terminal as shown
 
@@ -116,7 +117,7 @@ def visible_summary(g: Grade, visibility: str) -> str:
     return encodable("\n".join(lines).rstrip() + "\n")
 
 
-def gradescope(g: Grade, visibility: str = "after_due_date") -> dict:
+def gradescope(g: Grade, visibility: str = DEFAULT_VISIBILITY) -> dict:
     """Gradescope's results.json: per-test entries tagged by stage with ``visibility``, a
     top-level output that reveals no more than they do (``visible_summary``), stage totals and
     the diagnosed mistakes (with their ids) in extra_data, which only instructors see."""

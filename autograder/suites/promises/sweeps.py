@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import torch
 
+#: The integer dtypes token ids may have, in the order the dtype checks try them.
+INTEGER_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 #: For each integer dtype ids may have, a vocabulary larger than the dtype's largest value
 #: where one fits in a test (int8 127 < 200, uint8 255 < 300, int16 32767 < 33,000); int32 and
 #: int64 hold any V, so theirs only goes past int16's range.
