@@ -70,3 +70,13 @@ def test_each_stage_has_a_visible_and_a_hidden_suite(stage):
     hidden = (ROOT / "autograder" / "suites" / f"test_{stage}.py").read_text(encoding="utf-8")
     assert f"pytest.mark.{stage}" in visible
     assert f'STAGE = "{stage}"' in hidden
+
+
+@pytest.mark.parametrize("stage", STAGE_NAMES)
+def test_each_stage_has_its_variants(stage):
+    """The grader's evidence for a stage: correct variants it must keep at full marks and known
+    mistakes it must catch (tests/test_grader_variants.py grades both, and skips nothing)."""
+    import importlib
+
+    module = importlib.import_module(f"tests.variants.{stage}")
+    assert module.CORRECT and module.MISTAKES, f"tests/variants/{stage}.py: add both"
