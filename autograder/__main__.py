@@ -26,12 +26,16 @@ from pathlib import Path
 from . import options as grading_options
 from . import phases
 from .boundary import launcher
+from .frontends.prairielearn import add_options as prairielearn_options
+from .frontends.prairielearn import run as prairielearn
 from .grading import Grader, GraderError
 from .options import FEEDBACK, LATE_PENALTIES, Options
 from .rubric import RubricError
+from .views import report
 
 
 def _formats(value: str) -> list[str]:
+    # a front end: only the commands that export import it (a grade never does)
     from .frontends.exports import FORMATS
 
     names = [s for s in value.split(",") if s]
@@ -43,6 +47,7 @@ def _formats(value: str) -> list[str]:
 
 
 def _shard(value: str) -> tuple[int, int]:
+    # a front end: only its own command imports it (a grade never does)
     from .frontends.shards import parse_shard
 
     return parse_shard(value)
@@ -66,6 +71,7 @@ def _roster(exports: list[str], path: Path | None):
     it cannot be used: before grading, so a roster problem costs no grading time."""
     if not (exports or path):
         return None
+    # a front end: only the commands that export import it (a grade never does)
     from .frontends.exports import RosterError, check_roster, load_roster
 
     if not path:
@@ -134,8 +140,6 @@ def command_line() -> argparse.ArgumentParser:
     m.add_argument("--assignment", help="as for grade-batch")
     p = commands.add_parser("prairielearn", help="PrairieLearn's external grader: grade "
                             "ROOT/student into ROOT/results/results.json")
-    from .frontends.prairielearn import add_options as prairielearn_options
-
     prairielearn_options(p)
     n = commands.add_parser("nbgrade", help="grade a class through nbgrader: a folder per "
                             "learner (lab.ipynb and the .py files, or nbgrader collect's "
@@ -166,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in ("grade-batch", "nbgrade") and not _sandbox_ready(args.sandbox):
         return 2  # before any learner: a batch never grades a class without its sandbox
     if args.command == "nbgrade":
+        # a front end that imports nbgrader: only this command pays for it
         from .frontends.nbgrade import NbgradeError, NotebookError
         from .frontends.nbgrade import run as nbgrade
 
@@ -180,11 +185,10 @@ def main(argv: list[str] | None = None) -> int:
             return 2
 
     if args.command == "prairielearn":
-        from .frontends.prairielearn import run as prairielearn
-
         return prairielearn(args, options)
 
     if args.command == "merge-shards":
+        # a front end: only its own command imports it (a grade never does)
         from .frontends.shards import merge
 
         exports = _exports(args)
@@ -198,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         return merge(args.shards, args.out, exports, roster, args.assignment)
 
     if args.command == "grade-batch":
+        # a front end: only its own command imports it (a grade never does)
         from .frontends.batch import Batch, run
 
         if not args.submissions.is_dir():
@@ -231,8 +236,6 @@ def main(argv: list[str] | None = None) -> int:
     except (GraderError, RubricError, OSError) as error:
         print(f"error: the grader could not run: {type(error).__name__}: {error}", file=sys.stderr)
         return 2
-    from .views import report
-
     print(report.terminal(result), end="")
     phases.mark("report: printed")
     if args.out:

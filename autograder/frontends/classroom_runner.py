@@ -162,7 +162,7 @@ class _Recorder:
 
 def visible(points: dict[str, float], tests: str = "exercises/tests") -> dict[str, dict]:
     """Run the visible tests once, their output in the log, and score each stage by them."""
-    import pytest
+    import pytest  # only the visible run needs it: `report` is the standard library alone
 
     recorder = _Recorder(list(points))
     pytest.main([tests, "-p", "no:cacheprovider", "-q", "-rfE", "--tb=short"],

@@ -19,6 +19,8 @@ from pathlib import Path
 from lumen.stages import STAGE_NAMES, SUBMISSION_FILES
 
 from ..views.report import write_atomic
+from .classroom import CPU_INDEX
+from .gradescope import DEFAULT_TORCH, ROOT, files
 from .prairielearn import DEFAULT_VISIBILITY, SETTINGS, VISIBILITIES
 
 QUESTION = "embeddingLayer"  # the question's id (its folder in questions/)
@@ -80,9 +82,6 @@ def build(out: Path, image: str = DEFAULT_IMAGE, visibility: str = DEFAULT_VISIB
           torch: str | None = None) -> Path:
     """Write ``out``/questions/embeddingLayer (info.json, question.html, tests/lumen.json)
     and ``out``/image (the Dockerfile and the files grading needs); returns ``out``."""
-    from .classroom import CPU_INDEX
-    from .gradescope import DEFAULT_TORCH, ROOT, files
-
     if visibility not in VISIBILITIES:
         raise ValueError(f"visibility must be one of {', '.join(VISIBILITIES)}, "
                          f"not {visibility!r}")

@@ -12,10 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from autograder.boundary.intake import prepare
+from autograder.grading import Grader, Submission
+from autograder.options import ARGUMENTS, Options
+from autograder.suites.plugin import GradingPlugin
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    from autograder.options import ARGUMENTS
-
     _, device = ARGUMENTS["device"]  # the same choices, default and words as every front end's
     group = parser.getgroup("lumen autograder")
     group.addoption("--submission", help="the learner's folder (embeddings.py, params.py, gpt2.py)")
@@ -24,16 +27,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from autograder.suites.plugin import GradingPlugin
-
     if any(isinstance(p, GradingPlugin) for p in config.pluginmanager.get_plugins()):
         return  # the runner brought its own
     submission = config.getoption("--submission")
     if not submission:
         raise pytest.UsageError("the hidden suites need --submission PATH (a learner's folder)")
-    from autograder.grading import Grader
-    from autograder.options import Options
-
     grader = Grader(Options(device=config.getoption("--grade-device")))
     config.add_cleanup(grader.close)
     direct = _Direct(grader, Path(submission), config.getoption("--grade-seed"))
@@ -44,10 +42,6 @@ class _Direct:
     """Grades the --submission once per pytest session, for instructors running the suites."""
 
     def __init__(self, grader, submission: Path, seed: int | None) -> None:
-        from autograder.boundary.intake import prepare
-        from autograder.grading import Submission
-        from autograder.suites.plugin import GradingPlugin
-
         files = prepare(submission).files
         context = Submission(worker=grader.worker, devices=grader.devices, files=files)
         if seed is not None:

@@ -23,6 +23,7 @@ Markdown, whose writers escape once.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Callable
 
 from ..boundary.clean import clean_text
@@ -136,8 +137,6 @@ def _closing(text: str) -> Callable[[int, int], int | None]:
     """For a chunk: where the code span opened by the backtick run at ``start`` ends (the end
     of the next run as long, before a blank line), or None. Every run is indexed once, so a
     chunk of many unclosed runs costs no more than reading it."""
-    from bisect import bisect_right
-
     runs: dict[int, list[int]] = {}
     for m in re.finditer("`+", text):
         runs.setdefault(len(m.group()), []).append(m.start())
@@ -153,6 +152,7 @@ def _closing(text: str) -> Callable[[int, int], int | None]:
 
 
 def _scanner() -> re.Pattern:
+    # nbconvert (the notebook's Markdown grammar): only nbgrader's feedback needs it, once
     from nbconvert.filters.markdown_mistune import MathInlineParser as M
 
     math = "|".join(f"(?:{p})" for p in (M.BLOCK_MATH_TEX, M.BLOCK_MATH_LATEX, M.INLINE_MATH_TEX,

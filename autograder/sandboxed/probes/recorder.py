@@ -59,6 +59,7 @@ def _profiler_config():
     """torch's profiler on the CPU, every thread: it sees each ATen operator at the dispatcher
     (aten::embedding, aten::one_hot), whether it came from F.embedding, torch.ops, inside
     torch._C.DisableTorchFunction() or from a thread the learner started."""
+    # torch's private profiler API: loaded only by the probes that record calls
     from torch._C._profiler import (
         ProfilerActivity,
         ProfilerConfig,
@@ -80,7 +81,11 @@ def record_calls() -> Iterator[Record]:
     the grader (lumen/rules.py, autograder/suites/bans.py), and the record only adds to the
     message of a test that the source already fails.
     """
-    from torch.autograd import _disable_profiler, _enable_profiler, _prepare_profiler
+    from torch.autograd import (  # private, as _profiler_config: only when a probe records
+        _disable_profiler,
+        _enable_profiler,
+        _prepare_profiler,
+    )
 
     record = Record()
     watching = False
