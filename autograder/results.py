@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from lumen.stages import STAGE_NAMES
 
-from .mistakes import NOT_RUN_MESSAGE, mistake_id
+from .mistakes import MISTAKE, NOT_RUN, NOT_RUN_MESSAGE, mistake_id
 from .rubric import Rubric
 
 
@@ -34,11 +34,14 @@ class TestResult:
     grader_error: bool = False  # a bug in the grader, not the learner's fault
     seconds: float = 0.0
     output: str = ""  # what the learner's code printed during the test, if it failed
+    #: mistakes.MISTAKE, or the kind of code that never ran (mistakes.KINDS): set where the
+    #: verdict is made (suites/feedback.py's Mistake, ``score``), never read from the message
+    kind: str = MISTAKE
 
     @property
     def mistake_id(self) -> str:
         """The failure's stable id (``autograder/mistakes.py``): one per diagnosed mistake."""
-        return mistake_id(self.stage, self.name, self.message)
+        return mistake_id(self.stage, self.name, self.message, self.kind)
 
 
 @dataclass
@@ -93,7 +96,7 @@ def score(results: list[TestResult], rubric: Rubric, stages: list[str] | None = 
         for test, points in rubric.points[name].items():
             result = by_name.get(test) or TestResult(
                 name=test, stage=name, title=test, passed=False,
-                message=NOT_RUN_MESSAGE)
+                message=NOT_RUN_MESSAGE, kind=NOT_RUN)
             rows.append((result, points if result.passed else 0.0, points))
         graded.append(StageGrade(name, sum(r[1] for r in rows), rubric.stage_max(name), rows))
     return Grade(stages=graded, not_graded=[s for s in STAGE_NAMES if s not in chosen], **info)

@@ -204,8 +204,9 @@ def test_summary_ranks_the_mistakes(graded):
     assert (root / "grades" / "histogram.png").read_bytes().startswith(b"\x89PNG")
 
 
-def _mistake(stage: str, test: str, message: str) -> dict:
-    return {"stage": stage, "test": test, "message": message, "title": f"the {test} check"}
+def _mistake(stage: str, test: str, message: str, kind: str = mistakes.MISTAKE) -> dict:
+    return {"stage": stage, "test": test, "message": message, "title": f"the {test} check",
+            "kind": kind}
 
 
 def test_summary_groups_by_mistake_and_counts_each_learner_once(tmp_path):
@@ -221,12 +222,14 @@ def test_summary_groups_by_mistake_and_counts_each_learner_once(tmp_path):
         return f"Embedding(5, 3) on ids of shape ({n},): output shape ({n * 3},), expected ({n}, 3)"
 
     imports = [_mistake("embedding", f"test_{i}", "your embeddings.py could not be imported, so "
-                        f"Embedding({i}, 3) could not be graded: SyntaxError: 'invalid syntax'")
+                        f"Embedding({i}, 3) could not be graded: SyntaxError: 'invalid syntax'",
+                        mistakes.IMPORT_FAILED)
                for i in range(5)]
     hangs = [_mistake("embedding", f"test_{i}", f"Embedding({i}, 2) did not finish in time"
-                      + mistakes.TIMEOUT_ADVICE) for i in range(8)]
+                      ": look for a loop that never ends", mistakes.TIMED_OUT) for i in range(8)]
     crash = _mistake("onehot", "test_one_hot_rows", "one_hot(ids of shape (3,)) on cpu"
-                     + mistakes.CRASH_MARK + "the process running your code ended (EOFError)")
+                     " could not finish: the process running your code ended (EOFError)",
+                     mistakes.CRASHED)
     learners = {
         "ann": [_mistake("embedding", "test_meta", dtype(13))],
         "bob": [_mistake("embedding", "test_meta", dtype(7)),

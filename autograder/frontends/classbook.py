@@ -19,6 +19,7 @@ from pathlib import Path
 
 from lumen.stages import STAGE_NAMES
 
+from ..mistakes import EVERY_KIND
 from ..views.escape import csv_number, csv_text
 from ..views.report import write_atomic
 from .summary import HISTOGRAM, SUMMARY, write_summary
@@ -140,8 +141,9 @@ def _graded_row(data: dict) -> dict:
     stages = {s: v for s, v in extra.get("stages", {}).items() if s in graded}
     mistakes = [m for m in extra.get("mistakes", []) if m["stage"] in graded]
     if not all(m["stage"] in STAGE_NAMES and isinstance(m["test"], str)
-               and isinstance(m["message"], str) for m in mistakes):
-        raise ValueError("a mistake without a stage, test and message")
+               and isinstance(m["message"], str) and m.get("kind") in EVERY_KIND
+               for m in mistakes):
+        raise ValueError("a mistake without a stage, test, message and kind")
     return {"total": float(data["score"]),
             "stages": {s: float(v["score"]) for s, v in stages.items()},
             "max": {s: float(v["max_score"]) for s, v in stages.items()},

@@ -21,7 +21,7 @@ from xml.etree import ElementTree
 from lumen.stages import stage
 
 from ..boundary.clean import encodable
-from ..mistakes import CRASHED, IMPORT_FAILED, MISTAKE, NOT_RUN, TIMED_OUT, kind
+from ..mistakes import CRASHED, IMPORT_FAILED, MISTAKE, NOT_RUN, TIMED_OUT
 from ..results import Grade, StageGrade, TestResult
 from .escape import terminal as shown
 
@@ -52,8 +52,8 @@ def failures(s: StageGrade) -> list[TestResult]:
     """Every failing check of stage ``s``, the most specific diagnosis first (``SPECIFIC``),
     then in the suite's order."""
     failed = [r for r, _, _ in s.tests if not r.passed]
-    return sorted(failed, key=lambda r: SPECIFIC.index(kind(r.message))
-                  if kind(r.message) in SPECIFIC else len(SPECIFIC))
+    return sorted(failed, key=lambda r: SPECIFIC.index(r.kind)
+                  if r.kind in SPECIFIC else len(SPECIFIC))
 
 
 def submission_name(g: Grade) -> str:
@@ -153,7 +153,7 @@ def gradescope(g: Grade, visibility: str = "after_due_date") -> dict:
             "devices": g.devices,
             "sandbox": g.sandbox,
             "operator_notes": g.operator_notes,  # instructors only, as all of extra_data
-            "mistakes": [{"id": r.mistake_id, "kind": kind(r.message), "stage": s.name,
+            "mistakes": [{"id": r.mistake_id, "kind": r.kind, "stage": s.name,
                           "test": r.name, "title": r.title, "message": r.message}
                          for s in g.stages for r, _, _ in s.tests
                          if not r.passed and not r.not_implemented],
