@@ -12,7 +12,10 @@ step uses, in the order they run:
 3. ``run_suites``: pytest over ``suites/``, whose tests call probes in those processes and
    turn what comes back into ``results.TestResult`` verdicts (``suites/plugin.py``);
 4. ``results.score``: points per verdict from ``rubric.toml``;
-5. the ``Grade``'s notes; ``views/report.py`` then shows it (terminal, results.json, JUnit).
+5. ``submission_notes``: the ``Grade``'s notes, once for every front end (the syntax notes
+   included, the submission named by its name, never its folder); ``views/report.py`` then
+   shows the Grade (terminal, results.json, JUnit) and ``Grade.to_json`` is the record a front
+   end keeps (grade-batch's grade.json).
 """
 
 from __future__ import annotations
@@ -186,9 +189,8 @@ class Grader:
         rubric = load()
         if stages is None:
             rubric.check_tests({r.name for r in results})
-        notes = [*prepared.notes, *prepared.problems.values()]  # 5. what the report says
-        if self.worker.restarts > restarts:
-            notes.append("your code ended the grading worker, which was restarted")
+        notes = submission_notes(  # 5. what the learner is told, the same in every front end
+            Path(path), prepared, restarted=self.worker.restarts > restarts)
         phases.mark("grade: scored")
         return score(results, rubric, stages, submission=str(path), seed=submission.seed,
                      devices=list(self.devices), sandbox=self.launcher.name,
@@ -223,6 +225,21 @@ class Grader:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def submission_notes(path: Path, prepared, restarted: bool = False) -> list[str]:
+    """The notes on a submission (``path``, as ``prepared`` by ``boundary/intake.prepare``),
+    made once here for every front end: what was wrong with its files, whether its code ended
+    the worker, and each file that does not compile. A note names the submission by its name,
+    never by where it lies on the grading machine (an instructor's home folder)."""
+    from .boundary.intake import syntax_notes
+
+    notes = [*prepared.notes, *prepared.problems.values()]
+    if restarted:
+        notes.append("your code ended the grading worker, which was restarted")
+    notes += syntax_notes(prepared.files)
+    where = str(path)
+    return [note.replace(where, path.name) for note in notes] if path.name else notes
 
 
 def _no_grader_errors(results: list[TestResult], path: Path) -> None:

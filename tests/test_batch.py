@@ -338,14 +338,16 @@ def test_outputs_are_readable_by_the_instructors_group(tmp_path, monkeypatch):
 
 def test_the_learners_files_name_the_submission_not_the_instructors_folder(tmp_path):
     """A note that names the submission's path (here: a .zip that is not one) shows only its
-    name in results.json and feedback.txt, as the report's first line does."""
-    from autograder.grading import Grader
+    name in results.json and feedback.txt, as the report's first line does: the notes are made
+    once, by ``grading.submission_notes``, for every front end."""
+    from autograder.boundary.intake import prepare
+    from autograder.grading import Grader, submission_notes
 
     submissions = tmp_path / "home" / "instructor" / "class"
     submissions.mkdir(parents=True)
     (submissions / "bob.zip").write_text("not a zip")
 
-    class Fake(Grader):  # grades nothing; says what prepare() would say of bob.zip
+    class Fake(Grader):  # grades nothing; notes what Grader.grade would note of bob.zip
         def __init__(self) -> None:
             pass
 
@@ -353,8 +355,7 @@ def test_the_learners_files_name_the_submission_not_the_instructors_folder(tmp_p
             from autograder.results import Grade
 
             return Grade(submission=str(path), stages=[], seed=1, devices=["cpu"],
-                         sandbox="bwrap", seconds=0.1,
-                         notes=[f"{path} is neither a folder nor a .zip file"])
+                         sandbox="bwrap", seconds=0.1, notes=submission_notes(path, prepare(path)))
 
     reply = batch.grade_one(Fake(), {"learner": "bob", "path": str(submissions / "bob.zip")})
     text = json.dumps(reply["results"]) + reply["feedback"]

@@ -74,35 +74,17 @@ INTERRUPTED = "interrupted"  # why the batch stopped after Ctrl-C or SIGTERM
 # --- the grading process ---------------------------------------------------------------------
 
 
-def _without_folder(value: object, folder: str) -> object:
-    """``value`` with ``folder`` (the submissions folder, an absolute path on the instructor's
-    machine) cut out of every string: a learner's files name their submission, not where the
-    instructor keeps it."""
-    if isinstance(value, str):
-        return value.replace(folder, "")
-    if isinstance(value, dict):
-        return {k: _without_folder(v, folder) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_without_folder(v, folder) for v in value]
-    return value
-
-
 def grade_one(grader, job: dict) -> dict:
     """Grade one learner with a warm ``grader``; the files to write, as text."""
-    from ..boundary.intake import syntax_notes
     from ..views import report
 
-    path = Path(job["path"])
-    result = grader.grade(path, stages=job.get("stages"))
-    result.notes = [*result.notes, *syntax_notes(path)]
+    result = grader.grade(Path(job["path"]), stages=job.get("stages"))
     data = report.gradescope(result, job.get("visibility", "after_due_date"))
     data["extra_data"]["learner"] = job["learner"]
     data["extra_data"]["notes"] = result.notes
     data["extra_data"]["graded_stages"] = job.get("stages") or list(STAGE_NAMES)
-    folder = str(path.parent) + os.sep  # e.g. in "<folder>/bob.zip is neither a folder ..."
     return {"learner": job["learner"], "score": result.score, "seconds": result.seconds,
-            "results": _without_folder(data, folder),
-            "feedback": _without_folder(report.terminal(result), folder)}
+            "results": data, "feedback": report.terminal(result)}
 
 
 def serve(config: dict) -> int:

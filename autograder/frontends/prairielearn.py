@@ -101,7 +101,7 @@ def format_errors(student: Path) -> list[str]:
         return [f"no files were submitted: submit {', '.join(SUBMISSION_FILES)}"]
     prepared = prepare(student)
     problems = [terminal(why) for name, why in sorted(prepared.problems.items())]
-    return problems + [terminal(note) for note in syntax_notes(student)]
+    return problems + [terminal(note) for note in syntax_notes(prepared.files)]
 
 
 def to_prairielearn(g, visibility: str) -> dict:
