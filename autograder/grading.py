@@ -192,7 +192,8 @@ class Grader:
         notes = submission_notes(  # 5. what the learner is told, the same in every front end
             Path(path), prepared, restarted=self.worker.restarts > restarts)
         phases.mark("grade: scored")
-        return score(results, rubric, stages, submission=str(path), seed=submission.seed,
+        return score(results, rubric, stages, seed=submission.seed,
+                     submission=Path(path).name or str(path),  # its name, never its folder
                      devices=list(self.devices), sandbox=self.launcher.name,
                      seconds=time.perf_counter() - started, notes=notes,
                      operator_notes=self.operator_notes())

@@ -68,6 +68,12 @@ class StageGrade:
         return all(r.not_implemented for r, _, _ in self.tests)
 
     @property
+    def unwritten(self) -> bool:
+        """Not written yet, as every view says it: every check met a stub's body, and the
+        stage lost points for it."""
+        return self.not_implemented and self.score < self.max_score
+
+    @property
     def first_failure(self) -> TestResult | None:
         return next((r for r, _, _ in self.tests if not r.passed), None)
 
@@ -76,7 +82,7 @@ class StageGrade:
 class Grade:
     """A submission's grade: the stages that were graded (all six, or those of --stage)."""
 
-    submission: str
+    submission: str  # its name, as its learner knows it (Grader.grade drops the folder)
     stages: list[StageGrade]
     seed: int
     devices: list[str]

@@ -30,6 +30,7 @@ from autograder.boundary.launcher import (
     view,
 )
 from autograder.grading import Grader, GraderError
+from autograder.results import Grade
 from autograder.views import report
 from lumen.stages import SUBMISSION_FILES
 from tests.variants.build import make_submission
@@ -253,10 +254,11 @@ def test_operator_notes_never_reach_the_learner(tmp_path, capsys):
     with Grader(device="cpu", sandbox="unsafe-process") as grader:
         reply = batch.grade_one(grader, {"learner": "bob", "path": str(folder),
                                          "stages": ["embedding"]})
-    _learner_sees(reply["feedback"], "feedback.txt")
-    _learner_sees(reply["results"]["output"], "the batch's results.json output")
-    (tmp_path / "grades" / "bob").mkdir(parents=True)
-    (tmp_path / "grades" / "bob" / "results.json").write_text(json.dumps(reply["results"]))
+    batch.write_learner(tmp_path / "grades" / "bob", Grade.from_json(reply["grade"]),
+                        "after_due_date")
+    _learner_sees((tmp_path / "grades" / "bob" / "feedback.txt").read_text(), "feedback.txt")
+    _learner_sees(json.loads((tmp_path / "grades" / "bob" / "results.json").read_text())[
+        "output"], "the batch's results.json output")
     write_summary(tmp_path / "grades", classbook.collect(
         [classbook.Learner("bob", folder)], tmp_path / "grades"))
     summary = (tmp_path / "grades" / "summary.md").read_text()

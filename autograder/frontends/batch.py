@@ -5,9 +5,10 @@ Everything written lands next to ``--out``, in a folder named after it (grades.c
 grades/)::
 
     grades.csv                  one row per learner: learner, total, a column per stage,
-                                seconds, notes (rebuilt from the results.json files every run)
-    grades/alice/results.json   Gradescope's results.json, extra_data.notes,
-                                .learner and .graded_stages added
+                                seconds, notes (rebuilt from the grade.json records every run)
+    grades/alice/grade.json     the record: alice's ``Grade`` (``Grade.to_json``), which every
+                                file below is a view of and the class files are rebuilt from
+    grades/alice/results.json   Gradescope's results.json (``report.gradescope``), to upload
     grades/alice/feedback.txt   the report the learner reads (``python -m autograder grade``'s)
     grades/alice/error.txt      only if the grader itself failed on alice (retried next run)
     grades/summary.md           per-stage averages, the histogram, the diagnosed mistakes
@@ -16,10 +17,12 @@ grades/)::
     grades-canvas.csv, ...      with --export canvas,moodle,csv and --roster: the gradebook
                                 files an LMS imports (``autograder/frontends/exports.py``)
 
-A learner whose results.json exists is skipped, so a killed batch resumes where it stopped
-(``--force`` regrades everyone); Ctrl-C and SIGTERM write the CSV and summary first. Every file
-is written atomically (with the umask's permissions) and the CSV and summary are rebuilt from
-the results.json files at the end, so a kill never leaves a half-written row.
+A learner whose grade.json was made by this grader (``provenance.versions``, kept in the record
+as ``Grade.made_by``) is skipped, so a killed batch resumes where it stopped; a record of
+another grader or rubric, or one that cannot be read, is graded again (``--force`` regrades
+everyone). Ctrl-C and SIGTERM write the CSV and summary first. Every file is written
+atomically (with the umask's permissions), grade.json last, and the CSV and summary are rebuilt
+from the records at the end, so a kill never leaves a half-written row.
 ``--shard K/N`` grades only the learners of shard K, and writes the manifest ``merge-shards``
 checks once it has finished (``autograder/frontends/shards.py``).
 
@@ -50,41 +53,38 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from lumen.stages import STAGE_NAMES
-
 from .. import ROOT
 from ..boundary.clean import MAX_NAME
+from ..results import Grade
+from ..views import report
 from ..views.escape import terminal
 from ..views.report import write_atomic, write_json
 from ..words import counted
 from .classbook import (
     ERROR,
     FEEDBACK,
+    GRADE,
     RESULTS,
     default_out_dir,
     discover,
+    recorded,
     write_class_files,
 )
+from .provenance import versions
 
 JOB_SECONDS = 600.0  # one learner, including a fresh worker's start: then the process is ended
 GIVE_UP_AFTER = 3  # grader failures before any success: the grader is broken, not the learners
 INTERRUPTED = "interrupted"  # why the batch stopped after Ctrl-C or SIGTERM
+VISIBILITY = "after_due_date"  # of the hidden tests in each results.json, by default
 
 
 # --- the grading process ---------------------------------------------------------------------
 
 
 def grade_one(grader, job: dict) -> dict:
-    """Grade one learner with a warm ``grader``; the files to write, as text."""
-    from ..views import report
-
+    """Grade one learner with a warm ``grader``: their ``Grade``, in its JSON form."""
     result = grader.grade(Path(job["path"]), stages=job.get("stages"))
-    data = report.gradescope(result, job.get("visibility", "after_due_date"))
-    data["extra_data"]["learner"] = job["learner"]
-    data["extra_data"]["notes"] = result.notes
-    data["extra_data"]["graded_stages"] = job.get("stages") or list(STAGE_NAMES)
-    return {"learner": job["learner"], "score": result.score, "seconds": result.seconds,
-            "results": data, "feedback": report.terminal(result)}
+    return {"learner": job["learner"], "grade": result.to_json()}
 
 
 def serve(config: dict) -> int:
@@ -208,31 +208,47 @@ class GradingProcess:
 # --- the batch -------------------------------------------------------------------------------
 
 
-def _write_outcome(folder: Path, reply: dict) -> None:
-    """A learner's files; results.json last, since its presence means 'graded'."""
-    if "results" in reply:
-        write_atomic(folder / FEEDBACK, reply["feedback"])
-        write_json(folder / RESULTS, reply["results"])
-        (folder / ERROR).unlink(missing_ok=True)
-    else:
-        (folder / RESULTS).unlink(missing_ok=True)  # a forced regrade that failed: no stale row
-        write_atomic(folder / ERROR, terminal(reply["error"]) + "\n")  # read with cat
+def write_learner(folder: Path, grade: Grade, visibility: str) -> None:
+    """A graded learner's files, each a view of their ``grade``; the record, grade.json, last,
+    since its presence means 'graded'."""
+    write_atomic(folder / FEEDBACK, report.terminal(grade))
+    write_json(folder / RESULTS, report.gradescope(grade, visibility))
+    write_json(folder / GRADE, grade.to_json())
+    (folder / ERROR).unlink(missing_ok=True)
 
 
-def _record(folder: Path, reply: dict, failures: dict[str, str]) -> tuple[str | None, str]:
+def _write_outcome(folder: Path, reply: dict, visibility: str,
+                   made_by: dict[str, str]) -> Grade | None:
+    """A learner's files from a grading process's reply: its Grade (read back through
+    ``Grade.from_json``, which checks it), or why there is none."""
+    if "grade" in reply:
+        grade = Grade.from_json(reply["grade"])
+        grade.made_by = dict(made_by)
+        write_learner(folder, grade, visibility)
+        return grade
+    for name in (GRADE, RESULTS):  # a forced regrade that failed: no stale row
+        (folder / name).unlink(missing_ok=True)
+    write_atomic(folder / ERROR, terminal(reply["error"]) + "\n")  # read with cat
+    return None
+
+
+def _record(folder: Path, reply: dict, failures: dict[str, str], visibility: str = VISIBILITY,
+            made_by: dict[str, str] | None = None) -> tuple[str | None, str]:
     """Write one learner's outcome: (why they were not graded, or None; what the progress line
     says). Never raises: a learner whose files cannot be written (a full disk, a name or a
-    reply that breaks a writer) gets a grading error in ``failures``, which their row shows."""
+    reply that breaks a writer or is no record) gets a grading error in ``failures``, which
+    their row shows."""
     try:
-        _write_outcome(folder, reply)
-        if "results" in reply:
-            return None, f"{float(reply['score']):.1f} ({float(reply['seconds']):.1f} s)"
+        grade = _write_outcome(folder, reply, visibility, made_by or {})
+        if grade is not None:
+            return None, f"{grade.score:.1f} ({grade.seconds:.1f} s)"
         error = str(reply["error"])
     except Exception as exc:  # noqa: BLE001 - this learner's failure, never the batch's
         error = f"grading error: their files could not be written ({type(exc).__name__}: {exc})"
         failures[folder.name] = error
         try:
-            (folder / RESULTS).unlink(missing_ok=True)  # no stale grade from an earlier run
+            for name in (GRADE, RESULTS):  # no stale grade from an earlier run
+                (folder / name).unlink(missing_ok=True)
             write_atomic(folder / ERROR, terminal(error) + "\n")  # for later runs' rows
         except Exception:  # noqa: BLE001 - this run's row says why all the same
             pass
@@ -261,7 +277,7 @@ def _terminate_as_interrupt() -> Iterator[None]:
 
 def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
         device: str = "auto", sandbox: str = "bwrap", stages: list[str] | None = None,
-        visibility: str = "after_due_date", out_dir: Path | None = None,
+        visibility: str = VISIBILITY, out_dir: Path | None = None,
         progress=None, probe_seconds: float | None = None, exports: list[str] | None = None,
         roster=None, assignment: str | None = None,
         shard: tuple[int, int] | None = None) -> int:
@@ -281,11 +297,11 @@ def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
     out_dir = out_dir or default_out_dir(out)
     learners, ignored = discover(submissions, skip=(out_dir, out))
     everyone = [x.id for x in learners]
+    made_by = versions()  # the grader that grades: the code loaded now, whatever edits follow
     if shard:
         from . import shards
 
         shards.forget(out_dir)
-        started_with = shards.versions()
         learners = [x for x in learners if shards.shard_of(x.id, shard[1]) == shard[0]]
         print(f"shard {shard[0]}/{shard[1]}: {counted(len(learners), 'learner')} of "
               f"{len(everyone)}", file=progress)
@@ -299,7 +315,7 @@ def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
         if learner.problem:
             _record(out_dir / learner.id, {"error": learner.problem}, failures)
     todo = [x for x in learners
-            if not x.problem and (force or not (out_dir / x.id / RESULTS).is_file())]
+            if not x.problem and (force or not recorded(out_dir / x.id, made_by))]
     skipped = len(learners) - len(todo) - sum(1 for x in learners if x.problem)
     jobs = max(1, min(jobs, len(todo) or 1))
     print(f"grading {len(todo)} of {counted(len(learners), 'learner')} with "
@@ -308,7 +324,7 @@ def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
           file=progress)
 
     config = {"device": device, "sandbox": sandbox, "probe_seconds": probe_seconds}
-    base = {"stages": stages, "visibility": visibility}
+    options = {**config, "stages": stages, "visibility": visibility}  # the shard's manifest's
     pending = list(reversed(todo))
     lock = threading.Lock()
     state = {"done": 0, "graded": 0, "failed": 0, "fatal": None}
@@ -323,7 +339,8 @@ def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
                     if not pending or state["fatal"]:
                         return
                     learner = pending.pop()
-                job = {**base, "learner": learner.id, "path": str(learner.path.resolve())}
+                job = {"stages": stages, "learner": learner.id,
+                       "path": str(learner.path.resolve())}
                 try:
                     reply = process.grade(job)
                 except Exception as error:  # noqa: BLE001 - e.g. a reply line that is not JSON
@@ -336,7 +353,8 @@ def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
                     if "fatal" in reply:
                         state["fatal"] = reply["fatal"]
                         return
-                    error, shown = _record(out_dir / learner.id, reply, failures)
+                    error, shown = _record(out_dir / learner.id, reply, failures, visibility,
+                                           made_by)
                     state["done"] += 1
                     if error is None:
                         state["graded"] += 1
@@ -381,7 +399,7 @@ def run(submissions: Path, out: Path, jobs: int = 1, force: bool = False,
         from . import shards
 
         shards.write_manifest(out_dir, shard, everyone, [x.id for x in learners],
-                              {**config, **base}, started_with)
+                              options, made_by)
     if not exported:
         return 2
     return 1 if any(row["total"] is None for row in rows) else 0

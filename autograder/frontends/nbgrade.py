@@ -22,7 +22,8 @@ LateSubmissionPlugin's (``--late-penalty``). The pipeline, in a course folder (d
    as text, a link keeps only an http, https or mailto target and an image only an attachment,
    read back through nbconvert's own renderer; the learner's note says so.
 3. **Grade**: our sandboxed grader on the collected .py files, the whole class through warm
-   workers (autograder/frontends/batch.py), into ``lumen/<learner>/results.json``. A learner graded
+   workers (autograder/frontends/batch.py), into ``lumen/<learner>/grade.json`` (the record,
+   a ``Grade``, beside its views). A learner graded
    before from the same files by the same grader (``fingerprint``) keeps that grade, as
    ``grade-batch`` resumes: a rerun grades only new and changed submissions.
 4. ``nbgrader autograde``, where ``SandboxedGrades`` takes the place of nbgrader's Execute:
@@ -72,6 +73,7 @@ from solutions.notebook import ASSIGNMENT, NOTEBOOK, grade_id, nbgrader_cells
 
 from .. import ROOT
 from ..boundary.clean import clean_text
+from ..results import StageGrade
 from ..views.escape import (
     csv_number,
     csv_text,
@@ -80,7 +82,9 @@ from ..views.escape import (
     markdown_text,
     terminal,
 )
+from ..views.report import check_name, check_output
 from ..words import counted
+from .classbook import GRADE, read_grade
 
 #: A stage's check cell in the lab notebook -> the stage (grade ids: solutions/notebook.py).
 CHECK_CELLS = {grade_id(s): s for s in STAGE_NAMES}
@@ -92,7 +96,7 @@ STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}")
 FEEDBACK = ("scores", "messages")  # what a check cell's output shows the learner
 LATE_PENALTIES = ("none", "zero")  # nbgrader's LateSubmissionPlugin.penalty_method
 TIMESTAMP = "timestamp.txt"  # nbgrader's record of when a submission was made
-GRADED_FROM = "graded-from.txt"  # next to a learner's results.json: the ``fingerprint`` graded
+GRADED_FROM = "graded-from.txt"  # next to a learner's grade.json: the ``fingerprint`` graded
 
 
 class NbgradeError(Exception):
@@ -102,14 +106,14 @@ class NbgradeError(Exception):
 # --- step 4, inside nbgrader autograde --------------------------------------------------------
 
 
-def stage_outputs(name: str, stage_result: dict, tests: list[dict], feedback: str) -> list:
+def stage_outputs(graded: StageGrade, feedback: str) -> list:
     """A check cell's outputs, which nbgrader's ``determine_grade`` reads: the stage's score as
     the cell's value, or an error when it is 0 (nbgrader reads a value it cannot parse, or
     none, as full credit, so a stage worth nothing must be an error, never a printed 0)."""
-    score, out_of = float(stage_result["score"]), float(stage_result["max_score"])
-    mine = [t for t in tests if name in t.get("tags", [])]
-    passed = sum(t.get("status") == "passed" for t in mine)
-    stub = bool(stage_result.get("not_implemented"))  # every check met a stub's body
+    name, score, out_of = graded.name, graded.score, graded.max_score
+    mine = [r for r, _, _ in graded.tests]
+    passed = sum(r.passed for r in mine)
+    stub = graded.unwritten  # every check met a stub's body
     lines = [f"Stage '{name}' ({stage(name).title}): " + (
                  f"not implemented yet, {score:g} / {out_of:g}: write its functions in your "
                  ".py files (where they raise NotImplementedError)." if stub else
@@ -118,8 +122,8 @@ def stage_outputs(name: str, stage_result: dict, tests: list[dict], feedback: st
     if stub:
         pass
     elif feedback == "messages":
-        lines += [f"- {clean_text(t['name'], 200)}: {clean_text(t.get('output', ''), 600)}"
-                  for t in mine if t.get("status") != "passed"][:3]
+        lines += [f"- {clean_text(check_name(graded, r), 200)}: "
+                  f"{clean_text(check_output(r), 600)}" for r in mine if not r.passed][:3]
     elif passed < len(mine):
         lines.append(f"To see what to fix: run this cell, or `pytest exercises -m {name}`.")
     text = "\n".join(lines) + "\n"
@@ -143,19 +147,18 @@ class SandboxedGrades(NbGraderPreprocessor):
     them) raises, so nbgrader records no grade at all for them: never a zero they did not earn.
     """
 
-    results = Unicode(GRADES, help="the folder of our grader's results, a results.json per "
-                      "learner, relative to the course folder").tag(config=True)
+    results = Unicode(GRADES, help="the folder of our grader's results, a grade.json (the "
+                      "record) per learner, relative to the course folder").tag(config=True)
     feedback = Enum(FEEDBACK, default_value="scores", help="what a check cell shows: the "
                     "stage's score and how many hidden checks passed, or also the hidden "
                     "checks' messages").tag(config=True)
 
     def preprocess(self, nb, resources):
         student = resources["nbgrader"]["student"]
-        path = Path(self.results) / student / "results.json"
+        path = Path(self.results) / student / GRADE
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            stages = data["extra_data"]["stages"]
-        except (OSError, ValueError, KeyError) as error:
+            stages = {s.name: s for s in read_grade(path.parent).stages}
+        except (OSError, ValueError) as error:
             raise NbgradeError(f"no grade from the sandboxed grader for {student} ({path}: "
                                f"{type(error).__name__}); see lumen/{student}/error.txt") from None
         for cell in nb.cells:
@@ -166,8 +169,7 @@ class SandboxedGrades(NbGraderPreprocessor):
                 cell.execution_count = None
             name = CHECK_CELLS.get(gid)
             if meta.get("grade") and name in stages:
-                cell.outputs = stage_outputs(name, stages[name], data.get("tests", []),
-                                             self.feedback)
+                cell.outputs = stage_outputs(stages[name], self.feedback)
         return nb, resources
 
 
@@ -398,15 +400,12 @@ def carry_timestamp(source: Path, target: Path) -> str | None:
 
 @functools.cache
 def grader_version() -> str:
-    """A digest of everything a grade reads from this repository (the Gradescope zip's files,
-    ``gradescope.files``) and of grade-batch, which writes each results.json: a change to any
-    of them is a new grader, whose grades are new."""
-    from .gradescope import files
+    """A digest of the grader that grades (``provenance.versions``: every file a grade reads
+    and grade-batch, which writes each record): a change to any of them is a new grader, whose
+    grades are new."""
+    from .provenance import digest, versions
 
-    digest = hashlib.sha256()
-    for path in [*files(ROOT), Path("autograder/frontends/batch.py")]:
-        digest.update(path.as_posix().encode() + b"\0" + (ROOT / path).read_bytes() + b"\0")
-    return digest.hexdigest()
+    return digest(versions())
 
 
 def fingerprint(folder: Path, settings: str) -> str:
@@ -425,7 +424,7 @@ def reusable(grades: Path, learner: str, wanted: str) -> bool:
     folder = grades / learner
     try:
         same = (folder / GRADED_FROM).read_text(encoding="utf-8").strip() == wanted and (
-            folder / "results.json").is_file()
+            folder / GRADE).is_file()
     except OSError:
         same = False
     if not same and folder.exists():
@@ -727,7 +726,7 @@ def run(submissions: Path, course: Path, jobs: int = 2, device: str = "auto",
                        sandbox=sandbox, out_dir=course / GRADES, progress=progress)
     if status == 2:
         return 2
-    failed = [x for x in learners if not (course / GRADES / x / "results.json").is_file()]
+    failed = [x for x in learners if not (course / GRADES / x / GRADE).is_file()]
     for learner in set(learners) - set(failed) - set(reused):  # graded now, from these files
         (course / GRADES / learner / GRADED_FROM).write_text(wanted[learner] + "\n")
     graded = [x for x in learners if x not in failed]

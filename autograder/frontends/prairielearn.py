@@ -44,6 +44,7 @@ from pathlib import Path
 from lumen.stages import STAGE_NAMES, SUBMISSION_FILES
 
 from ..boundary import launcher
+from ..results import Grade
 from ..views.escape import terminal
 from ..views.report import write_atomic, write_json
 
@@ -104,25 +105,25 @@ def format_errors(student: Path) -> list[str]:
     return problems + [terminal(note) for note in syntax_notes(prepared.files)]
 
 
-def to_prairielearn(g, visibility: str) -> dict:
-    """PrairieLearn's results.json for the grade ``g``: what a student may see is what
-    ``report.gradescope`` makes visible under ``visibility``, nothing more."""
+def to_prairielearn(g: Grade, visibility: str) -> dict:
+    """PrairieLearn's results.json, a view of the grade ``g``: what a student may see is what
+    the Gradescope view makes visible under ``visibility`` (``report.visible_summary``, and
+    each check only when ``visible``), nothing more."""
     from ..views import report
 
-    graded = report.gradescope(g, visibility)
-    shown = [t for t in graded["tests"] if t["visibility"] == "visible"]
-    if shown:  # a test per check: its title, message and printed output
-        tests = [{"name": t["name"], "points": t["score"], "max_points": t["max_score"],
-                  "message": t["status"], "output": t["output"]} for t in shown]
+    if visibility == "visible":  # a test per check: its title, message and printed output
+        tests = [{"name": report.check_name(s, r), "points": points, "max_points": most,
+                  "message": "passed" if r.passed else "failed",
+                  "output": report.check_output(r)}
+                 for s in g.stages for r, points, most in s.tests]
     else:  # a test per stage: its score, as the visible summary shows it
-        tests = [{"name": name, "points": s["score"], "max_points": s["max_score"],
-                  "message": "not implemented yet" if s["not_implemented"] else "",
-                  "output": ""}
-                 for name, s in graded["extra_data"]["stages"].items()]
-    score = min(max(graded["score"] / g.max_score, 0.0), 1.0) if g.max_score else 0.0
+        tests = [{"name": s.name, "points": s.score, "max_points": s.max_score,
+                  "message": "not implemented yet" if s.unwritten else "", "output": ""}
+                 for s in g.stages]
+    score = min(max(report.total(g) / g.max_score, 0.0), 1.0) if g.max_score else 0.0
     data = {"gradable": True, "score": round(score, 6),
             "message": f"Total: {g.score:g} / {g.max_score:g}",
-            "output": graded["output"], "tests": tests}
+            "output": report.visible_summary(g, visibility), "tests": tests}
     if len(json.dumps(data)) > MAX_RESULTS:  # never over PrairieLearn's limit: cut outputs
         for test in tests:
             test["output"] = test["output"][:2000]
