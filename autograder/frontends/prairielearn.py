@@ -19,12 +19,13 @@ used) with ``format_errors`` (a string or a list), ``message``, ``output`` and `
 before anything else, which says the grader failed (``gradable: false``: never a zero, no
 attempt lost) and is replaced only by a finished grade.
 
-What the student sees follows the Gradescope front end's visibility (``report.gradescope``,
-the one place that decides what a hidden test may show): PrairieLearn shows all of
-results.json at once, so only ``hidden`` (the default: the per-stage scores, the notes on the
-files, nothing of a hidden test) and ``visible`` (each check's title, message and what the
-code printed) apply. ``results.json``'s tests always add up to its score: a test per stage,
-or with ``visible`` a test per check. The whole report goes to stdout, which PrairieLearn
+What the student sees follows the Gradescope front end's visibility (``report.visible_summary``
+and ``report.check_output``, the one place that decides what a hidden test may show):
+PrairieLearn shows all of results.json at once, so only ``hidden`` (the default: the
+per-stage scores, the notes on the files, nothing of a hidden test) and ``visible`` (each
+check's title, message and what the code printed) apply. ``results.json``'s tests always add
+up to its score: a test per stage, or with ``visible`` a test per check. It is a view of the
+``Grade``, as Gradescope's is. The whole report goes to stdout, which PrairieLearn
 keeps in the grading job's log for the course staff.
 
 A submission that cannot be graded (a file missing, not UTF-8, too large, a link, a syntax
