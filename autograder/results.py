@@ -107,7 +107,8 @@ class Grade:
     def to_json(self) -> dict:
         """The record as JSON data, ``{"version": RECORD_VERSION, ...}``: ``from_json`` reads
         it back equal."""
-        plain = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "stages"}
+        plain = {f.name: _copied(getattr(self, f.name)) for f in fields(self)
+                 if f.name != "stages"}
         stages = [{"name": s.name, "score": s.score, "max_score": s.max_score,
                    "tests": [{"result": {f.name: getattr(r, f.name) for f in fields(r)},
                               "score": points, "max_score": most}
@@ -123,15 +124,21 @@ class Grade:
         add up)."""
         record = _fields(data, "the record", {"version", "stages"} | _names(cls))
         if record["version"] != RECORD_VERSION or isinstance(record["version"], bool):
-            raise RecordError(f"a grade record of version {record['version']!r}, but this "
+            raise RecordError(f"a grade record of version {repr(record['version'])[:40]}, but this "
                               f"grader reads version {RECORD_VERSION}: regrade (--force)")
-        values = {f.name: _typed(record[f.name], f.type, f.name) for f in fields(cls)
+        values = {f.name: _copied(_typed(record[f.name], f.type, f.name)) for f in fields(cls)
                   if f.name != "stages"}
         stages = [_stage(s, n) for n, s in enumerate(_typed(record["stages"], "list", "stages"))]
         names = [s.name for s in stages] + values["not_graded"]
         if sorted(names, key=str) != sorted(set(names) & set(STAGE_NAMES)):
             raise RecordError("the record names a stage twice, or one this grader does not know")
         return cls(stages=stages, **values)
+
+
+def _copied(value: object) -> object:
+    """A list or dict field copied, so a record and the Grade it came from share nothing."""
+    return list(value) if isinstance(value, list) else \
+        dict(value) if isinstance(value, dict) else value
 
 
 def _names(kind: type) -> set[str]:
@@ -143,8 +150,9 @@ def _fields(data: object, what: str, names: set[str]) -> dict:
     if not isinstance(data, dict):
         raise RecordError(f"{what} is a {type(data).__name__}, not an object")
     if set(data) != names:
-        odd = sorted(map(str, set(data) ^ names))
-        raise RecordError(f"{what} has missing or unknown fields: {', '.join(odd)}")
+        odd = sorted(repr(k)[1:-1][:40] for k in set(data) ^ names)  # bounded, one line each
+        raise RecordError(f"{what} has missing or unknown fields: {', '.join(odd[:5])}"
+                          + (" ..." if len(odd) > 5 else ""))
     return data
 
 

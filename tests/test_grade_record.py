@@ -57,6 +57,12 @@ def test_a_record_reads_back_equal(seed):
     through_text = json.loads(json.dumps(grade.to_json()))  # as a file holds it
     assert Grade.from_json(through_text) == grade
     assert through_text["version"] == RECORD_VERSION
+    data = grade.to_json()  # a record shares no list with its Grade, either way
+    data["notes"].append("added later")
+    data["made_by"]["grader"] = "another"
+    assert grade == random_grade(seed)
+    Grade.from_json(through_text).notes.append("added later")
+    assert through_text["notes"] == grade.notes
 
 
 def test_every_kind_and_every_field_survives():
