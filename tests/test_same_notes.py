@@ -4,18 +4,20 @@ The notes are made once, by ``grading.submission_notes`` inside ``Grader.grade``
 notes included, the submission named by its name, never its folder), and every front end reads
 them from the ``Grade``: here one submission with a syntax error and a file that is not UTF-8
 goes through ``grade`` (the results.json Gradescope's run_autograder writes), ``grade-batch``
-(its record), GitHub Classroom's grading step (its record) and PrairieLearn (which refuses
-such a submission with these notes as its format errors).
+(its record), GitHub Classroom's grading step (its record), PrairieLearn (which refuses such
+a submission with these notes as its format errors) and nbgrade (its stages.csv, after the
+notes on the notebook).
 """
 
 from __future__ import annotations
 
 import contextlib
+import csv
 import io
 import json
 
 from autograder.__main__ import main
-from autograder.frontends import batch, classbook, classroom, prairielearn
+from autograder.frontends import batch, classbook, classroom, nbgrade, prairielearn
 from autograder.results import Grade
 from lumen.stages import SUBMISSION_FILES
 from tests.variants.build import make_submission
@@ -48,3 +50,10 @@ def test_every_front_end_gives_the_same_notes(tmp_path):
     for where, said in notes.items():
         assert said == expected, f"{where}: {said} != {expected}"
         assert str(tmp_path) not in json.dumps(said), where
+
+    course = tmp_path / "course"
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        nbgrade.run(submissions, course, jobs=1, progress=io.StringIO())
+    with open(course / "stages.csv", newline="", encoding="utf-8") as f:
+        row = next(r for r in csv.DictReader(f) if r["learner"] == "alice")
+    assert row["notes"].endswith("; ".join(expected)), row["notes"]

@@ -730,6 +730,12 @@ def run(submissions: Path, course: Path, jobs: int = 2, device: str = "auto",
     for learner in set(learners) - set(failed) - set(reused):  # graded now, from these files
         (course / GRADES / learner / GRADED_FROM).write_text(wanted[learner] + "\n")
     graded = [x for x in learners if x not in failed]
+    for learner in graded:  # the notes on their .py files, as every front end gives them
+        try:
+            notes[learner] = [*notes.get(learner, []),
+                              *read_grade(course / GRADES / learner).notes]
+        except (OSError, ValueError):  # its row says nothing more; nbgrader's grade stands
+            pass
     if graded:
         exclude = ",".join(failed)
         extra = [f"--CourseDirectory.student_id_exclude={exclude}"] if failed else []
