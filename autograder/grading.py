@@ -14,12 +14,16 @@ step uses, in the order they run:
    stages' suites run side by side in forks of this process (``forks.py``), each fork
    opening its own stages' processes (step 2);
 4. ``results.score``: points per verdict from ``rubric.toml``;
-5. the ``Grade``'s notes; ``views/report.py`` then shows it (terminal, results.json, JUnit).
+5. ``submission_notes``: the ``Grade``'s notes, once for every front end (the syntax notes
+   included, the submission named by its name, never its folder); ``views/report.py`` then
+   shows the Grade (terminal, results.json, JUnit) and ``Grade.to_json`` is the record a front
+   end keeps (grade-batch's grade.json).
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import itertools
 import os
 import secrets
@@ -30,17 +34,21 @@ from pathlib import Path
 from lumen.stages import STAGE_NAMES
 
 from . import phases
+from .boundary.client import StageSession, Worker, WorkerError
+from .boundary.intake import prepare, syntax_notes
 from .boundary.launcher import UIDS_PER_SUBMISSION, choose_launcher, claim_uids, wants_gpu
+from .boundary.request import MODULES, given_source, stage_request
 from .forks import FORKS, run_forked
 from .options import Options
 from .results import Grade, GraderError, TestResult, score
+from .rubric import load
 
 SUITES = Path(__file__).resolve().parent / "suites"
 
 
 def choose_devices(kind: str) -> list[str]:
     """CPU always; CUDA too when asked for or (``auto``) when present."""
-    import torch
+    import torch  # torch: imported here while the worker imports its own, side by side
 
     phases.mark("grader: torch imported")
     has_cuda = torch.cuda.is_available()
@@ -72,8 +80,6 @@ class Submission:
 
     def session(self, stage: str):
         """The stage's process (started on first use when pytest runs the suites directly)."""
-        from .boundary.client import StageSession
-        from .boundary.request import stage_request
 
         if stage not in self.sessions:
             request = stage_request(stage, self.files, self.limits(stage))
@@ -109,12 +115,10 @@ def import_suites() -> None:
     grade does it while the worker imports torch, so the two imports overlap."""
     os.environ.setdefault("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")  # ~1 s of plugin scanning
     import pytest  # noqa: F401
-    import torch
+    import torch  # torch: imported here while the worker imports its own, side by side
 
     # The reference's tensors are tiny: one thread avoids ~100x slower forwards on a busy CPU.
     torch.set_num_threads(1)
-
-    import importlib
 
     from .suites import plugin  # noqa: F401
     # The suites themselves, as pytest names them (the package path): imported once here, not
@@ -128,7 +132,6 @@ def given_sources() -> None:
     """The stubs every stage process is sent (``boundary/request.given_source``, cached), made
     now: a cold grade makes them while the worker imports torch, and the forks that grade the
     suites (``forks``) inherit them instead of each making its own."""
-    from .boundary.request import MODULES, given_source
 
     for module in MODULES:
         given_source(module)
@@ -149,7 +152,7 @@ def run_suites(submission: Submission, stages: list[str] | None = None,
     more than one suite and ``forks`` > 1; else here, one suite after another, its stage
     processes loading side by side. Either way the verdicts are the same, in the same order."""
     import_suites()
-    import pytest
+    import pytest  # imported by import_suites, while the worker imported torch
 
     suites = suite_files(stages)
     phases.mark("suites: started")
@@ -166,9 +169,10 @@ def run_suites(submission: Submission, stages: list[str] | None = None,
 
 def _pytest(submission: Submission, paths: list[str]) -> int:
     """pytest over the suite files ``paths``, its verdicts appended to submission.results."""
+    # pytest and the suites' plugin: imported while the worker imports torch (import_suites)
     import pytest
 
-    from .suites.plugin import GradingPlugin
+    from .suites.plugin import GradingPlugin  # as pytest: imported by import_suites
 
     args = [*paths, "-c", str(SUITES / "pytest.ini"), "--rootdir", str(SUITES),
             "-p", "no:terminal", "-p", "no:cacheprovider", "-p", "no:logging",
@@ -187,7 +191,6 @@ class Grader:
         Learner code runs as users of a block this grader claims for its lifetime
         (``claim_uids``: no other grader on the machine has them), ``UIDS_PER_SUBMISSION``
         per submission in turn (one per stage process)."""
-        from .boundary.client import Worker
 
         self.options = options or Options()
         self.launcher = choose_launcher(self.options.sandbox)
@@ -209,8 +212,6 @@ class Grader:
               stages: list[str] | None = None) -> Grade:
         """Grade the submission at ``path`` (a folder or a .zip), stage by stage: under the
         options' seed and stages, unless ``seed`` or ``stages`` say otherwise for this one."""
-        from .boundary.intake import prepare
-        from .rubric import load
 
         started = time.perf_counter()
         seed = self.options.seed if seed is None else seed
@@ -239,11 +240,11 @@ class Grader:
         rubric = load()
         if stages is None:
             rubric.check_tests({r.name for r in results})
-        notes = [*prepared.notes, *prepared.problems.values()]  # 5. what the report says
-        if self.worker.restarts > restarts:
-            notes.append("your code ended the grading worker, which was restarted")
+        notes = submission_notes(  # 5. what the learner is told, the same in every front end
+            Path(path), prepared, restarted=self.worker.restarts > restarts)
         phases.mark("grade: scored")
-        return score(results, rubric, stages, submission=str(path), seed=submission.seed,
+        return score(results, rubric, stages, seed=submission.seed,
+                     submission=Path(path).name or str(path),  # its name, never its folder
                      devices=list(self.devices), sandbox=self.launcher.name,
                      seconds=time.perf_counter() - started, notes=notes,
                      operator_notes=self.operator_notes())
@@ -256,7 +257,6 @@ class Grader:
 
     def _ready(self) -> None:
         """The worker is up, or a GraderError: a failed start gets one more try each time."""
-        from .boundary.client import WorkerError
 
         if self.worker.failed is not None:
             self.worker.restart()
@@ -276,6 +276,20 @@ class Grader:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def submission_notes(path: Path, prepared, restarted: bool = False) -> list[str]:
+    """The notes on a submission (``path``, as ``prepared`` by ``boundary/intake.prepare``),
+    made once here for every front end: what was wrong with its files, whether its code ended
+    the worker, and each file that does not compile. A note names the submission by its name,
+    never by where it lies on the grading machine (an instructor's home folder)."""
+
+    notes = [*prepared.notes, *prepared.problems.values()]
+    if restarted:
+        notes.append("your code ended the grading worker, which was restarted")
+    notes += syntax_notes(prepared.files)
+    where = str(path)
+    return [note.replace(where, path.name) for note in notes] if path.name else notes
 
 
 def _no_grader_errors(results: list[TestResult], path: Path) -> None:

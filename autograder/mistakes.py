@@ -9,10 +9,12 @@ the class summary can count each mistake once per learner whatever the inputs.
 
 Code that never ran (a file that could not be imported, a call that did not finish, a process
 that ended) fails every test that needed it, each with its own message: those are one mistake
-per kind, whichever test met them. ``suites/feedback.py`` words them with the markers below.
+per kind, whichever test met them. The kind is data, set where the verdict is made
+(``suites/feedback.py``'s ``Mistake.kind``, ``results.score`` for a test that did not run) and
+kept in ``results.TestResult.kind``: never read back from a message, whose words a learner's
+exception text could imitate.
 
-Plain text only (no torch, no pytest): the class summary computes ids for results.json files
-written before the ids existed.
+Plain text only (no torch, no pytest): the class summary computes ids from the records.
 """
 
 from __future__ import annotations
@@ -32,12 +34,9 @@ KINDS = {
     CRASHED: "the process running the code ended (os._exit, a segfault, too much memory)",
     NOT_RUN: "did not run (the grading run was cut short)",
 }
+EVERY_KIND = (MISTAKE, *KINDS)  # what a TestResult's kind may be
 
-# The words suites/feedback.py (and results.score) put in these messages; they are recognised
-# in the template, where no text of the learner's is left to imitate them.
-IMPORT_MARK = re.compile(r"^your \w+\.py could not be imported, so ")
-TIMEOUT_ADVICE = ": look for a loop that never ends, or work that grows with V x V"
-CRASH_MARK = " could not finish: "
+#: What a rubric test without a verdict says (``results.score``; kind NOT_RUN).
 NOT_RUN_MESSAGE = "this test did not run (the grading run was cut short)"
 
 #: The particulars a template drops, in this order: code in backticks (learner code), quoted
@@ -73,25 +72,10 @@ def template(message: str) -> str:
     return " ".join(text.split())
 
 
-def kind(message: str) -> str:
-    """Which kind of failure ``message`` reports: MISTAKE, or one of KINDS."""
-    text = template(message)
-    if IMPORT_MARK.match(text):
-        return IMPORT_FAILED
-    if text.endswith(TIMEOUT_ADVICE):
-        return TIMED_OUT
-    if CRASH_MARK in text:
-        return CRASHED
-    if text == template(NOT_RUN_MESSAGE):
-        return NOT_RUN
-    return MISTAKE
-
-
-def mistake_id(stage: str, test: str, message: str) -> str:
-    """The mistake's stable id: the kind for code that never ran, else
+def mistake_id(stage: str, test: str, message: str, kind: str = MISTAKE) -> str:
+    """The mistake's stable id: the ``kind`` for code that never ran (one of KINDS), else
     ``stage/test/<8 hex digits of the template's SHA-256>``."""
-    found = kind(message)
-    if found != MISTAKE:
-        return found
+    if kind != MISTAKE:
+        return kind
     digest = hashlib.sha256(template(message).encode("utf-8", "backslashreplace")).hexdigest()
     return f"{stage}/{test}/{digest[:8]}"

@@ -34,6 +34,9 @@ FULL: dict[str, str] = {
         "a second nbgrader course, built once for these three (zip_collect's layout, late "
         "penalties, a rerun); nbgrader's pipeline stays fast in "
         "test_nbgraders_gradebook_agrees_with_the_grader"),
+    "test_same_notes.py": "one submission graded by five front ends (two minutes); the notes "
+                          "are made in one place, grading.submission_notes, which "
+                          "test_batch.py's fast test of a submission's name exercises",
     "test_import_deadline.py::test_an_import_that_never_finishes_still_runs_out_of_time":
         "every check of two stages runs into the import limit; an endless loop is stopped "
         "fast in test_grader_attacks.py",

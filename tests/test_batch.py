@@ -26,9 +26,10 @@ import pytest
 
 from autograder import mistakes
 from autograder.boundary.intake import MAX_FILE
-from autograder.frontends import batch, classbook
+from autograder.frontends import batch, classbook, provenance
 from autograder.frontends.summary import write_summary
 from autograder.options import Limits, Options
+from autograder.results import Grade, StageGrade, TestResult
 from lumen.stages import STAGE_NAMES, SUBMISSION_FILES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -208,8 +209,9 @@ def test_summary_ranks_the_mistakes(graded):
     assert (root / "grades" / "histogram.png").read_bytes().startswith(b"\x89PNG")
 
 
-def _mistake(stage: str, test: str, message: str) -> dict:
-    return {"stage": stage, "test": test, "message": message, "title": f"the {test} check"}
+def _mistake(stage: str, test: str, message: str, kind: str = mistakes.MISTAKE) -> dict:
+    return {"stage": stage, "test": test, "message": message, "title": f"the {test} check",
+            "kind": kind}
 
 
 def test_summary_groups_by_mistake_and_counts_each_learner_once(tmp_path):
@@ -225,12 +227,14 @@ def test_summary_groups_by_mistake_and_counts_each_learner_once(tmp_path):
         return f"Embedding(5, 3) on ids of shape ({n},): output shape ({n * 3},), expected ({n}, 3)"
 
     imports = [_mistake("embedding", f"test_{i}", "your embeddings.py could not be imported, so "
-                        f"Embedding({i}, 3) could not be graded: SyntaxError: 'invalid syntax'")
+                        f"Embedding({i}, 3) could not be graded: SyntaxError: 'invalid syntax'",
+                        mistakes.IMPORT_FAILED)
                for i in range(5)]
     hangs = [_mistake("embedding", f"test_{i}", f"Embedding({i}, 2) did not finish in time"
-                      + mistakes.TIMEOUT_ADVICE) for i in range(8)]
+                      ": look for a loop that never ends", mistakes.TIMED_OUT) for i in range(8)]
     crash = _mistake("onehot", "test_one_hot_rows", "one_hot(ids of shape (3,)) on cpu"
-                     + mistakes.CRASH_MARK + "the process running your code ended (EOFError)")
+                     " could not finish: the process running your code ended (EOFError)",
+                     mistakes.CRASHED)
     learners = {
         "ann": [_mistake("embedding", "test_meta", dtype(13))],
         "bob": [_mistake("embedding", "test_meta", dtype(7)),
@@ -278,7 +282,7 @@ def _without_seconds(rows: dict[str, dict[str, str]]) -> dict:
 def test_a_lost_learner_is_regraded_and_the_csv_stays_whole(graded):
     root, _, _, _ = graded
     before = _rows(root / "grades.csv")
-    (root / "grades" / "latin1" / "results.json").unlink()  # as if killed before it was written
+    (root / "grades" / "latin1" / "grade.json").unlink()  # as if killed before it was written
     code, progress = _run(root / "submissions", root / "grades.csv")
     assert code == 0 and "grading 1 of 9 learners" in progress and "latin1" in progress
     assert _without_seconds(_rows(root / "grades.csv")) == _without_seconds(before)
@@ -339,31 +343,33 @@ def test_outputs_are_readable_by_the_instructors_group(tmp_path, monkeypatch):
 
 def test_the_learners_files_name_the_submission_not_the_instructors_folder(tmp_path):
     """A note that names the submission's path (here: a .zip that is not one) shows only its
-    name in results.json and feedback.txt, as the report's first line does."""
-    from autograder.grading import Grader
+    name in results.json and feedback.txt, as the report's first line does: the notes are made
+    once, by ``grading.submission_notes``, for every front end."""
+    from autograder.boundary.intake import prepare
+    from autograder.grading import Grader, submission_notes
 
     submissions = tmp_path / "home" / "instructor" / "class"
     submissions.mkdir(parents=True)
     (submissions / "bob.zip").write_text("not a zip")
 
-    class Fake(Grader):  # grades nothing; says what prepare() would say of bob.zip
+    class Fake(Grader):  # grades nothing; notes what Grader.grade would note of bob.zip
         def __init__(self) -> None:
             self.options = Options()
 
         def grade(self, path: Path, seed: int | None = None, stages=None):
-            from autograder.results import Grade
-
             return Grade(submission=str(path), stages=[], seed=1, devices=["cpu"],
-                         sandbox="bwrap", seconds=0.1,
-                         notes=[f"{path} is neither a folder nor a .zip file"])
+                         sandbox="bwrap", seconds=0.1, notes=submission_notes(path, prepare(path)))
 
     reply = batch.grade_one(Fake(), {"learner": "bob", "path": str(submissions / "bob.zip")})
-    text = json.dumps(reply["results"]) + reply["feedback"]
+    folder = tmp_path / "grades" / "bob"
+    batch.write_learner(folder, Grade.from_json(reply["grade"]), "after_due_date")
+    feedback = (folder / "feedback.txt").read_text(encoding="utf-8")
+    results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    text = json.dumps(results) + feedback
     assert str(tmp_path) not in text, text
-    assert reply["feedback"].startswith("lumen autograder: bob.zip\n")
-    assert "Note: bob.zip is neither a folder nor a .zip file" in reply["feedback"]
-    assert reply["results"]["extra_data"]["notes"][0] == "bob.zip is neither a folder nor a " \
-        ".zip file"
+    assert feedback.startswith("lumen autograder: bob.zip\n")
+    assert "Note: bob.zip is neither a folder nor a .zip file" in feedback
+    assert results["extra_data"]["notes"][0] == "bob.zip is neither a folder nor a .zip file"
 
 
 def test_killed_mid_batch_leaves_whole_files(tmp_path):
@@ -399,11 +405,12 @@ class _FailingProcess:
     def grade(self, job: dict) -> dict:
         if job["learner"] == "stubs":
             return {"learner": "stubs", "error": "WorkerError: the grading worker broke"}
-        results = {"score": 1.0, "execution_time": 0.1, "tests": [],
-                   "extra_data": {"stages": {"embedding": {"score": 1.0, "max_score": 20}},
-                                  "notes": [], "mistakes": [], "graded_stages": STAGES}}
-        return {"learner": job["learner"], "score": 1.0, "seconds": 0.1, "results": results,
-                "feedback": "ok\n"}
+        passed = TestResult(name="test_x", stage="embedding", title="x", passed=True)
+        grade = Grade(submission=job["learner"], seed=1, devices=["cpu"], sandbox="bwrap",
+                      seconds=0.1, stages=[StageGrade("embedding", 1.0, 20.0,
+                                                      [(passed, 1.0, 1.0)])],
+                      not_graded=[s for s in STAGE_NAMES if s != "embedding"])
+        return {"learner": job["learner"], "grade": grade.to_json()}
 
     def stop(self) -> None:
         pass
@@ -421,6 +428,41 @@ def test_a_grader_failure_costs_one_learner_not_the_batch(tmp_path, monkeypatch)
     assert (tmp_path / "grades" / "stubs" / "error.txt").is_file()
     code, progress = _run(tmp_path / "submissions", tmp_path / "grades.csv")
     assert "grading 1 of 4" in progress, "a rerun retries only the failed learner"
+
+
+def test_resume_keeps_only_the_records_this_grader_made(tmp_path, monkeypatch):
+    """A rerun skips a learner only when their grade.json is a record of this grader and
+    rubric (``provenance.versions``); one of another grader, another record version, a file
+    that is no record, or only a results.json (an older batch's) is graded again."""
+    monkeypatch.setattr(batch, "GradingProcess", _FailingProcess)
+    learners = ("alice", "bob", "carol", "dan", "eve")
+    for learner in learners:
+        (tmp_path / "submissions" / learner).mkdir(parents=True)
+    code, progress = _run(tmp_path / "submissions", tmp_path / "grades.csv")
+    assert code == 0 and "grading 5 of 5" in progress, progress
+    grades = tmp_path / "grades"
+    record = json.loads((grades / "alice" / "grade.json").read_text())
+    assert record["made_by"] == provenance.versions() and record["version"] == 1
+    kept = (grades / "dan" / "grade.json").read_bytes()
+
+    def edit(learner: str, change) -> None:
+        path = grades / learner / "grade.json"
+        data = json.loads(path.read_text())
+        change(data)
+        path.write_text(json.dumps(data))
+
+    edit("alice", lambda d: d["made_by"].update(grader="0" * 64))  # graded by another grader
+    edit("bob", lambda d: d.update(version=2))
+    (grades / "carol" / "grade.json").write_text("{not json")
+    (grades / "eve" / "grade.json").unlink()  # results.json alone is not a record
+    assert (grades / "eve" / "results.json").is_file()
+    code, progress = _run(tmp_path / "submissions", tmp_path / "grades.csv")
+    assert code == 0 and "grading 4 of 5" in progress and "1 graded before" in progress, progress
+    assert (grades / "dan" / "grade.json").read_bytes() == kept
+    for learner in learners:
+        again = json.loads((grades / learner / "grade.json").read_text())
+        assert again["made_by"] == provenance.versions() and again["version"] == 1, learner
+    assert [_rows(tmp_path / "grades.csv")[x]["total"] for x in learners] == ["1"] * 5
 
 
 def test_a_broken_grader_stops_the_batch_early(tmp_path, monkeypatch):

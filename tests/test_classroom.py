@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 
 from autograder.boundary.launcher import BwrapLauncher
 from autograder.frontends import classroom, classroom_runner
-from autograder.results import TestResult, score
+from autograder.results import Grade, TestResult, score
 from autograder.rubric import load
 from autograder.views import report
 from lumen.stages import STAGE_NAMES
@@ -152,8 +152,8 @@ def test_hidden_results_reach_classroom_as_stage_scores_only():
                "test_tie_survives_to_and_load": f"{SECRET}: the tie is lost"}
     grade = _graded(failing)
     lost = sum(load().points[s].get(t, 0) for s in STAGE_NAMES for t in failing)  # the rubric's
-    data = json.loads(json.dumps(report.gradescope(grade, "hidden")))  # as written to disk
-    outputs = step_outputs(classroom_runner.output_lines(classroom.runner_results(data)))
+    record = Grade.from_json(json.loads(json.dumps(grade.to_json())))  # as written to disk
+    outputs = step_outputs(classroom_runner.output_lines(classroom.runner_results(record)))
     flow = yaml.safe_load(classroom.workflow("hidden", repository="course/grader"))
     env, runners = reporter_env(flow, outputs)
     seen = reporter(env, runners)
@@ -169,8 +169,7 @@ def test_hidden_results_reach_classroom_as_stage_scores_only():
 
 
 def test_full_marks_pass_and_a_grader_failure_sends_no_points():
-    full = classroom.runner_results(
-        json.loads(json.dumps(report.gradescope(_graded({}), "hidden"))))
+    full = classroom.runner_results(_graded({}))
     seen = _through_reporter(full)
     assert seen["notified"] == (100.0, 100.0) and seen["failed"] is None
     assert all(len(r["tests"]) == 1 for r in full.values())
@@ -183,16 +182,19 @@ def test_full_marks_pass_and_a_grader_failure_sends_no_points():
 
 def test_report_prints_only_the_visible_summary(tmp_path, capsys):
     grade = _graded({"test_one_hot_rows": f"{SECRET}: row 3 is not one-hot"})
-    results = tmp_path / "results.json"
-    report.write_json(results, report.gradescope(grade, "hidden"))
+    record = tmp_path / "grade.json"
+    report.write_json(record, grade.to_json())
     output = tmp_path / "github_output"
-    assert classroom.report(results, 0, str(output)) == 0
+    assert classroom.report(record, 0, str(output)) == 0
     printed = capsys.readouterr().out
     assert "onehot" in printed and "total" in printed and SECRET not in printed
     seen = _through_reporter({k: json.loads(base64.b64decode(v)) for k, v in
                               step_outputs(output.read_text()).items()})
     assert seen["notified"] == (pytest.approx(grade.score), 100.0)
-    classroom.report(tmp_path / "missing.json", 0, str(output))  # no results: an error
+    classroom.report(tmp_path / "missing.json", 0, str(output))  # no record: an error
+    assert classroom.GRADER_FAILED in capsys.readouterr().out
+    report.write_json(record, report.gradescope(grade, "hidden"))  # a view is not the record
+    classroom.report(record, 0, str(output))
     assert classroom.GRADER_FAILED in capsys.readouterr().out
 
 
@@ -245,7 +247,8 @@ def test_workflow_grades_with_the_pinned_environment(mode):
         assert "secrets." not in text  # nothing secret on the runner
         return
     assert "apt-get install -y -q bubblewrap" in "".join(runs)
-    assert "--sandbox bwrap" in grading["run"] and "--visibility hidden" in grading["run"]
+    assert "classroom grade ../submission/exercises" in grading["run"]
+    assert "--sandbox bwrap" in grading["run"] and "classroom report" in grading["run"]
     assert "> /dev/null 2>&1" in grading["run"]  # the full report never reaches the log
     checkout = next(s for s in grade["steps"] if s.get("with", {}).get("path") == "grader")
     assert checkout["with"]["repository"] == "course/grader" and checkout["with"]["ref"] == "v1"
@@ -362,17 +365,18 @@ def test_hidden_grading_step_runs_as_on_github(tmp_path):
     job = _hidden_job(tmp_path, replacements)
     log, outputs = _run_step(flow, job, tmp_path)
 
-    data = json.loads((tmp_path / "runner_temp" / "results.json").read_text())
-    stages = data["extra_data"]["stages"]
+    grade = Grade.from_json(json.loads((tmp_path / "runner_temp" / "grade.json").read_text()))
+    stages = {s.name: s.score for s in grade.stages}
     env, runners = reporter_env(flow, outputs)
     seen = reporter(env, runners)
-    for stage, v in stages.items():
-        assert seen["console"][stage] == pytest.approx(v["score"]), stage
-    assert seen["notified"] == (pytest.approx(data["score"]), 100.0)
-    assert stages["tying"]["score"] < 15 and data["score"] == 85 + stages["tying"]["score"]
+    for stage, points in stages.items():
+        assert seen["console"][stage] == pytest.approx(points), stage
+    assert seen["notified"] == (pytest.approx(grade.score), 100.0)
+    assert stages["tying"] < 15 and grade.score == 85 + stages["tying"]
     shown = log + seen["log"]
-    assert words not in json.dumps(data["output"]) and words not in shown
-    assert not [t["name"] for t in data["tests"] if t["name"] in shown]
+    assert words not in shown and words not in report.visible_summary(grade, "hidden")
+    assert any(words in r.message for s in grade.stages for r, _, _ in s.tests)
+    assert not [r.title for s in grade.stages for r, _, _ in s.tests if r.title in shown]
     assert "tying" in log and "shown to your instructor only" in log
 
 

@@ -20,10 +20,9 @@ from pathlib import Path
 import pytest
 
 from autograder import __main__ as cli
-from autograder.frontends import exports
-from autograder.results import TestResult, score
+from autograder.frontends import batch, exports, provenance
+from autograder.results import Grade, TestResult, score
 from autograder.rubric import load
-from autograder.views import report
 from lumen.stages import STAGE_NAMES
 
 ROSTER = """\
@@ -43,17 +42,16 @@ ALICE_EMBEDDING, ALICE_PARAMS = (f"{load().stage_max(stage) - _LOST[stage]:g}"
                                  for stage in ("embedding", "params"))
 
 
-def _results(learner: str, failing: set[str]) -> dict:
-    """A results.json as grade-batch writes it, with the tests in ``failing`` failed."""
+def _grade(learner: str, failing: set[str]) -> Grade:
+    """A learner's record as grade-batch keeps it, with the tests in ``failing`` failed."""
     rubric = load()
     verdicts = [TestResult(name=t, stage=s, title=t, passed=t not in failing,
                            message="wrong" if t in failing else "")
                 for s in STAGE_NAMES for t in rubric.points[s]]
     grade = score(verdicts, rubric, submission=learner, seed=1, devices=["cpu"],
                   sandbox="bwrap", seconds=2.0)
-    data = report.gradescope(grade, "after_due_date")
-    data["extra_data"].update(learner=learner, notes=[], graded_stages=list(STAGE_NAMES))
-    return data
+    grade.made_by = provenance.versions()  # this grader's: a rerun keeps it
+    return grade
 
 
 @pytest.fixture
@@ -67,7 +65,7 @@ def graded_class(tmp_path) -> Path:
     grades = tmp_path / "grades"
     for learner, failing in (("alice", set(ALICE_FAILS.values())),
                              ("bob", set()), ("dave", {"test_gpt2_totals"})):
-        report.write_json(grades / learner / "results.json", _results(learner, failing))
+        batch.write_learner(grades / learner, _grade(learner, failing), "after_due_date")
     (tmp_path / "roster.csv").write_text(ROSTER + "eve,Eve,105,,,Section B,eve@uni.example\n")
     return tmp_path
 

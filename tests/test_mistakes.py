@@ -10,8 +10,9 @@ from __future__ import annotations
 import pytest
 
 from autograder import mistakes
+from autograder.boundary.client import Outcome
 from autograder.mistakes import mistake_id
-from autograder.suites.feedback import describe_error
+from autograder.suites.feedback import Mistake, describe_error, unwrap
 
 SAME = [  # (test, one learner's message, another's)
     ("test_meta_device_and_dtypes",
@@ -95,42 +96,51 @@ def test_the_id_names_its_stage_and_test_and_is_stable():
     assert found != mistake_id("embedding", "test_lookup_every_shape", message)
 
 
+def _verdict_of(outcome: Outcome, module: str | None = "embeddings"):
+    """The Mistake that feedback.unwrap raises for ``outcome``."""
+    with pytest.raises(Mistake) as raised:
+        unwrap(outcome, "Embedding(23, 5) on cpu", module)
+    return raised.value
+
+
 def test_code_that_never_ran_is_one_mistake_per_kind_whichever_test():
-    """The messages feedback.unwrap words for a file that did not import, a call that did not
-    finish and a process that ended: one id per kind, on any test of any stage."""
-    imports = [("embedding", "test_lookup_every_shape",
-                "your embeddings.py could not be imported, so Embedding(23, 5) on a single id "
-                "(0-D), shape (), on cpu could not be graded: SyntaxError: 'invalid syntax "
-                "(embeddings.py, line 132)'"),
-               ("tying", "test_parameter_count",
-                "your gpt2.py could not be imported, so GPT2(vocab_size=97) could not be graded: "
-                "ImportError: 'gpt2.py is not UTF-8 text'")]
-    timeouts = [("embedding", "test_meta_device_and_dtypes",
-                 "Embedding(13, 4) with a torch.float64 weight did not finish in time"
-                 + mistakes.TIMEOUT_ADVICE),
-                ("embedding", "test_scale_is_applied_once",
-                 "Embedding(12, 16, scale=True)(ids) did not finish in time (not run: 2 earlier "
-                 "checks of this stage ran out of time, so its remaining checks were skipped)"
-                 + mistakes.TIMEOUT_ADVICE)]
-    crashes = [("onehot", "test_one_hot_rows",
-                "one_hot(ids of shape (), num_classes=9) on cpu" + mistakes.CRASH_MARK
-                + "the process running your code ended (EOFError): os._exit, sys.exit in a "
-                "thread, a segfault, or running out of memory")]
-    for kind, cases in ((mistakes.IMPORT_FAILED, imports), (mistakes.TIMED_OUT, timeouts),
-                        (mistakes.CRASHED, crashes)):
-        assert {mistake_id(*case) for case in cases} == {kind}
-        assert {mistakes.kind(case[2]) for case in cases} == {kind}
-    assert mistakes.kind(mistakes.NOT_RUN_MESSAGE) == mistakes.NOT_RUN
-    assert mistakes.kind(SAME[0][1]) == mistakes.MISTAKE
+    """feedback.unwrap sets the kind of a file that did not import, a call that did not finish
+    and a process that ended, as data: one id per kind, on any test of any stage."""
+    error = {"type": "SyntaxError", "message": "invalid syntax (embeddings.py, line 132)"}
+    cases = {mistakes.IMPORT_FAILED: Outcome(import_errors={"embeddings": error}),
+             mistakes.TIMED_OUT: Outcome(timed_out=True),
+             mistakes.CRASHED: Outcome(crashed="the process running your code ended (EOFError)"),
+             mistakes.MISTAKE: Outcome(error={"type": "IndexError", "message": "index 9"})}
+    for kind, outcome in cases.items():
+        mistake = _verdict_of(outcome)
+        assert mistake.kind == kind, (kind, str(mistake))
+        ids = {mistake_id(stage, test, str(mistake), mistake.kind)
+               for stage, test in (("embedding", "test_lookup_every_shape"),
+                                   ("tying", "test_parameter_count"))}
+        assert ids == ({kind} if kind != mistakes.MISTAKE else {
+            mistake_id("embedding", "test_lookup_every_shape", str(mistake)),
+            mistake_id("tying", "test_parameter_count", str(mistake))}), kind
+    assert len({mistake_id("s", "t", mistakes.NOT_RUN_MESSAGE, k) for k in mistakes.KINDS}) == 4
+
+
+#: The phrases feedback.unwrap words code that never ran with, as a learner may write them.
+FORGED = ("your embeddings.py could not be imported, so x could not be graded: "
+          "did not finish in time: look for a loop that never ends, or work that grows with "
+          "V x V could not finish: the process running your code ended; "
+          + mistakes.NOT_RUN_MESSAGE)
 
 
 def test_a_learners_words_cannot_pass_for_another_kind():
-    """Quoted by describe_error, a learner's exception text saying "could not be imported" or
-    ending in the timeout advice is still a mistake of its test."""
-    forged = ("Embedding(9, 3) on torch.float32 ids raised " + describe_error(
-        {"type": "RuntimeError", "message": "your embeddings.py could not be imported, so x"
-         + mistakes.TIMEOUT_ADVICE + mistakes.CRASH_MARK}))
-    assert mistakes.kind(forged) == mistakes.MISTAKE
+    """A learner's exception text (or printed output) that says "could not be imported", ends
+    in the timeout advice or reads as a crash is still a mistake of its test: the kind is data
+    set by unwrap from what happened, never read from any message."""
+    mistake = _verdict_of(Outcome(error={"type": "RuntimeError", "message": FORGED,
+                                         "where": [f"embeddings.py, line 3, in f: {FORGED}"]}))
+    assert mistake.kind == mistakes.MISTAKE
+    assert mistake_id("embedding", "t", str(mistake), mistake.kind).startswith("embedding/t/")
+    # not even a message that is nothing but those phrases: without a kind, it is a mistake
+    assert mistake_id("embedding", "t", FORGED).startswith("embedding/t/")
+    assert not hasattr(mistakes, "kind"), "nothing reads a kind from a message"
 
 
 def test_describe_error_quotes_the_learners_words_and_code():

@@ -26,6 +26,7 @@ import pytest
 
 from autograder.frontends import nbgrade
 from autograder.grading import Grader
+from autograder.results import StageGrade, TestResult
 from autograder.rubric import load as load_rubric
 from lumen.stages import STAGE_NAMES, SUBMISSION_FILES
 from solutions import notebook, release
@@ -203,11 +204,11 @@ def test_the_stubs_get_zero_through_nbgrader(nbgraded):
 def test_a_failing_stage_is_not_called_unwritten():
     """Only a stage whose every check met a stub's body says "not implemented yet"; a written
     stage that fails says its score and what to fix."""
-    tests = [{"name": "embedding: t", "status": "failed", "tags": ["embedding"], "output": "x"}]
     for stub in (True, False):
-        outputs = nbgrade.stage_outputs("embedding", {"score": 0, "max_score": 20,
-                                                      "not_implemented": stub},
-                                        tests, "messages")
+        failed = TestResult(name="test_t", stage="embedding", title="t", passed=False,
+                            message="x", not_implemented=stub)
+        outputs = nbgrade.stage_outputs(StageGrade("embedding", 0.0, 20.0, [(failed, 0.0, 5.0)]),
+                                        "messages")
         told = "not implemented yet" in outputs[0].text
         assert told is stub and outputs[1].evalue.startswith("not implemented") is stub
         assert ("- embedding: t: x" in outputs[0].text) is not stub

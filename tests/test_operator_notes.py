@@ -26,6 +26,7 @@ from autograder.frontends import batch, classbook, classroom, nbgrade
 from autograder.frontends.summary import SUMMARY, write_summary
 from autograder.grading import Grader
 from autograder.options import Options
+from autograder.results import Grade
 from autograder.views import report
 from lumen.stages import STAGE_NAMES
 from solutions import notebook, release
@@ -68,21 +69,22 @@ def seen(request, tmp_path_factory) -> tuple[list[str], dict[str, str], dict]:
     assert grade.operator_notes == notes and grade.score < grade.max_score
     results = report.gradescope(grade, "visible")
     assert results["extra_data"]["operator_notes"] == notes  # the instructors' channel
-    assert reply["results"]["extra_data"]["operator_notes"] == notes
+    folder = root / "lumen" / "alice"  # grade-batch's files, where nbgrade's step 3 leaves them
+    batched = Grade.from_json(reply["grade"])
+    batch.write_learner(folder, batched, "after_due_date")
+    batch_results = json.loads((folder / classbook.RESULTS).read_text(encoding="utf-8"))
+    assert batch_results["extra_data"]["operator_notes"] == notes
 
     shown = {"terminal": report.terminal(grade), "junit": report.junit(grade),
-             "batch feedback.txt": reply["feedback"]}
+             "batch feedback.txt": (folder / classbook.FEEDBACK).read_text(encoding="utf-8")}
     for visibility in ("visible", "after_due_date"):
         data = report.gradescope(grade, visibility)
         shown[f"results.json ({visibility})"] = json.dumps(
             {k: v for k, v in data.items() if k != "extra_data"})
     shown["batch results.json"] = json.dumps(
-        {k: v for k, v in reply["results"].items() if k != "extra_data"})
+        {k: v for k, v in batch_results.items() if k != "extra_data"})
     assert "Your code printed" in shown["results.json (visible)"]  # the fields are all there
 
-    folder = root / "lumen" / "alice"  # nbgrader: as nbgrade's step 3 leaves it
-    folder.mkdir(parents=True)
-    (folder / "results.json").write_text(json.dumps(reply["results"]), encoding="utf-8")
     for feedback in nbgrade.FEEDBACK:
         lab = nbformat.read(ROOT / "exercises" / notebook.NOTEBOOK, as_version=4)
         lab, _ = nbgrade.SandboxedGrades(results=str(root / "lumen"), feedback=feedback) \
@@ -94,8 +96,8 @@ def seen(request, tmp_path_factory) -> tuple[list[str], dict[str, str], dict]:
         shown[f"nbgrader feedback page ({feedback})"] = nbgrade.SafeFeedbackHTML() \
             .from_notebook_node(lab)[0]
 
-    out = root / "results.json"
-    report.write_json(out, reply["results"])
+    out = root / "grade.json"  # Classroom's grading step writes the record
+    report.write_json(out, batched.to_json())
     github = root / "github_output"
     with contextlib.redirect_stdout(io.StringIO()) as log:
         classroom.report(out, 0, github_output=str(github))
@@ -103,7 +105,7 @@ def seen(request, tmp_path_factory) -> tuple[list[str], dict[str, str], dict]:
     shown["Classroom runner outputs"] = json.dumps([
         json.loads(base64.b64decode(line.split("=", 1)[1])) for line in
         github.read_text().splitlines()])
-    return notes, shown, reply["results"]
+    return notes, shown, batched
 
 
 def test_no_operator_note_reaches_a_learner(seen):
@@ -118,11 +120,11 @@ def test_no_operator_note_reaches_a_learner(seen):
 def test_the_operator_still_reads_them(seen, tmp_path):
     """The notes are in extra_data (above) and, for a class graded outside bubblewrap, in
     grade-batch's summary.md."""
-    notes, _, results = seen
-    if results["extra_data"]["sandbox"] == "bwrap":
+    notes, _, grade = seen
+    if grade.sandbox == "bwrap":
         pytest.skip("summary.md names the sandbox only when a learner ran outside bubblewrap")
     (tmp_path / "alice").mkdir()
-    report.write_json(tmp_path / "alice" / classbook.RESULTS, results)
+    batch.write_learner(tmp_path / "alice", grade, "after_due_date")
     rows = classbook.collect([classbook.Learner("alice", tmp_path / "alice")], tmp_path)
     write_summary(tmp_path, rows)
     summary = (tmp_path / SUMMARY).read_text(encoding="utf-8")

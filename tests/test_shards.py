@@ -135,7 +135,7 @@ def test_the_merge_gives_the_single_runs_grades(graded):
     assert table[0] == table[1]
     for learner in (x.removeprefix("'") for x in merged):
         k = shards.shard_of(learner, 3)
-        for name in ("results.json", "feedback.txt"):
+        for name in ("grade.json", "results.json", "feedback.txt"):
             assert (root / "merged/grades" / learner / name).read_bytes() == \
                 (root / f"shard{k}" / learner / name).read_bytes()
 
@@ -272,15 +272,15 @@ def test_a_shard_that_died_is_rerun_alone_and_resumes(graded, copies, tmp_path):
     root, _ = graded
     two = copies[1]
     (two / shards.MANIFEST).unlink()
-    lost = sorted(p for p in two.iterdir() if (p / "results.json").is_file())[0]
-    (lost / "results.json").unlink()
+    lost = sorted(p for p in two.iterdir() if (p / "grade.json").is_file())[0]
+    (lost / "grade.json").unlink()  # the record: killed before it was written
     assert "holds no shard manifest" in _merge(copies, tmp_path / "m.csv")[1]
     progress = io.StringIO()
     code = batch.run(root / "submissions", two.with_suffix(".csv"), EMBEDDING,
                      batch.Batch(shard=(2, 3)), progress=progress)
     assert code == 0, progress.getvalue()
     assert "grading 1 of 3 learners" in progress.getvalue()
-    assert (lost / "results.json").is_file()
+    assert (lost / "grade.json").is_file()
     assert _merge(copies, tmp_path / "m.csv")[0] == 0
 
 

@@ -27,6 +27,7 @@ from .. import ROOT, phases
 from ..options import Limits
 from . import replies
 from .clean import clean_reply, clean_text  # every reply from learner code: cleaned once
+from .intake import learner_frames
 
 SANDBOXED = ROOT / "autograder" / "sandboxed"
 MAX_TIMEOUTS = 2  # per stage: after that its remaining probes fail at once
@@ -57,7 +58,6 @@ def error_dict(value: object, files: dict[str, str]) -> dict:
     """An exception as the worker describes it, whatever the learner's process sent: always
     ``type`` and ``message`` strings, ``where`` a list of strings (only frames quoting the
     learner's own ``files``: ``submission.learner_frames``), ``not_implemented`` a bool."""
-    from .intake import learner_frames
 
     value = value if isinstance(value, dict) else {}
     where = value.get("where")
@@ -286,7 +286,7 @@ class StageSession:
         """In its own thread (``start``): the child's pid, the submission sent, and the
         child's answer to it, or what went wrong, by ``deadline``. Only this thread uses
         ``sock`` until ``_open`` has joined it."""
-        from ..sandboxed import protocol
+        from ..sandboxed import protocol  # imports torch: only once a stage process is talked to
 
         try:
             hello = protocol.recv(sock, deadline)
@@ -306,7 +306,7 @@ class StageSession:
 
     def _open(self) -> Outcome | None:
         """Connect and load the submission; an Outcome if that already failed."""
-        from ..sandboxed import protocol
+        from ..sandboxed import protocol  # imports torch: only once a stage process is talked to
 
         self.start()
         deadline = self._import_deadline()
@@ -375,7 +375,7 @@ class StageSession:
         The call ends by one absolute deadline: the probe's ``timeout`` (the limit's by
         default) from now, the stage's, or the submission's, whichever comes first. A reply
         still not all there by then is the learner's timeout, and its process is ended."""
-        from ..sandboxed import protocol
+        from ..sandboxed import protocol  # imports torch: only once a stage process is talked to
         from ..sandboxed.probes import PROBES
 
         if probe not in PROBES:  # checked here, where an answer cannot be forged

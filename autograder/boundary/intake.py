@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import warnings
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -266,14 +267,13 @@ def prepare(source: Path) -> Prepared:
     return prepared
 
 
-def syntax_notes(path: Path) -> list[str]:
-    """A note for each submitted file that does not compile ("embeddings.py: SyntaxError at
-    line 7: ..."), as other malformed files get one. Compiled here, never run: the grader
-    reads the source this way anyway (lumen/rules.py)."""
-    import warnings
+def syntax_notes(files: dict[str, str]) -> list[str]:
+    """A note for each of the submission's ``files`` (``Prepared.files``) that does not compile
+    ("embeddings.py: SyntaxError at line 7: ..."), as other malformed files get one. Compiled
+    here, never run: the grader reads the source this way anyway (lumen/rules.py)."""
 
     notes = []
-    for name, source in prepare(path).files.items():
+    for name, source in files.items():
         try:
             with warnings.catch_warnings():  # SyntaxWarnings are the learner's, not the log's
                 warnings.simplefilter("ignore")

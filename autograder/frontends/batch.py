@@ -5,9 +5,10 @@ Everything written lands next to ``--out``, in a folder named after it (grades.c
 grades/)::
 
     grades.csv                  one row per learner: learner, total, a column per stage,
-                                seconds, notes (rebuilt from the results.json files every run)
-    grades/alice/results.json   Gradescope's results.json, extra_data.notes,
-                                .learner and .graded_stages added
+                                seconds, notes (rebuilt from the grade.json records every run)
+    grades/alice/grade.json     the record: alice's ``Grade`` (``Grade.to_json``), which every
+                                file below is a view of and the class files are rebuilt from
+    grades/alice/results.json   Gradescope's results.json (``report.gradescope``), to upload
     grades/alice/feedback.txt   the report the learner reads (``python -m autograder grade``'s)
     grades/alice/error.txt      only if the grader itself failed on alice (retried next run)
     grades/summary.md           per-stage averages, the histogram, the diagnosed mistakes
@@ -16,10 +17,12 @@ grades/)::
     grades-canvas.csv, ...      with --export canvas,moodle,csv and --roster: the gradebook
                                 files an LMS imports (``autograder/frontends/exports.py``)
 
-A learner whose results.json exists is skipped, so a killed batch resumes where it stopped
-(``--force`` regrades everyone); Ctrl-C and SIGTERM write the CSV and summary first. Every file
-is written atomically (with the umask's permissions) and the CSV and summary are rebuilt from
-the results.json files at the end, so a kill never leaves a half-written row.
+A learner whose grade.json was made by this grader (``provenance.versions``, kept in the record
+as ``Grade.made_by``) is skipped, so a killed batch resumes where it stopped; a record of
+another grader or rubric, or one that cannot be read, is graded again (``--force`` regrades
+everyone). Ctrl-C and SIGTERM write the CSV and summary first. Every file is written
+atomically (with the umask's permissions), grade.json last, and the CSV and summary are rebuilt
+from the records at the end, so a kill never leaves a half-written row.
 ``--shard K/N`` grades only the learners of shard K, and writes the manifest ``merge-shards``
 checks once it has finished (``autograder/frontends/shards.py``).
 
@@ -51,23 +54,29 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from lumen.stages import STAGE_NAMES
-
 from .. import ROOT
 from ..boundary.clean import MAX_NAME
 from ..forks import FORKS
-from ..options import Options
+from ..grading import Grader, GraderError
+from ..options import DEFAULT_VISIBILITY, Options
+from ..results import Grade
+from ..rubric import RubricError
+from ..views import report
 from ..views.escape import terminal
 from ..views.report import write_atomic, write_json
 from ..words import counted
+from . import shards
 from .classbook import (
     ERROR,
     FEEDBACK,
+    GRADE,
     RESULTS,
     default_out_dir,
     discover,
+    recorded,
     write_class_files,
 )
+from .provenance import versions
 
 JOB_SECONDS = 600.0  # one learner, including a fresh worker's start: then the process is ended
 GIVE_UP_AFTER = 3  # grader failures before any success: the grader is broken, not the learners
@@ -90,37 +99,10 @@ class Batch:
 # --- the grading process ---------------------------------------------------------------------
 
 
-def _without_folder(value: object, folder: str) -> object:
-    """``value`` with ``folder`` (the submissions folder, an absolute path on the instructor's
-    machine) cut out of every string: a learner's files name their submission, not where the
-    instructor keeps it."""
-    if isinstance(value, str):
-        return value.replace(folder, "")
-    if isinstance(value, dict):
-        return {k: _without_folder(v, folder) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_without_folder(v, folder) for v in value]
-    return value
-
-
 def grade_one(grader, job: dict) -> dict:
-    """Grade one learner (``job``: their id and path) with a warm ``grader``, under its
-    options; the files to write, as text."""
-    from ..boundary.intake import syntax_notes
-    from ..views import report
-
-    path = Path(job["path"])
-    options = grader.options
-    result = grader.grade(path)
-    result.notes = [*result.notes, *syntax_notes(path)]
-    data = report.gradescope(result, options.visibility)
-    data["extra_data"]["learner"] = job["learner"]
-    data["extra_data"]["notes"] = result.notes
-    data["extra_data"]["graded_stages"] = list(options.stages or STAGE_NAMES)
-    folder = str(path.parent) + os.sep  # e.g. in "<folder>/bob.zip is neither a folder ..."
-    return {"learner": job["learner"], "score": result.score, "seconds": result.seconds,
-            "results": _without_folder(data, folder),
-            "feedback": _without_folder(report.terminal(result), folder)}
+    """Grade one learner with a warm ``grader``: their ``Grade``, in its JSON form."""
+    result = grader.grade(Path(job["path"]))  # under the grader's options
+    return {"learner": job["learner"], "grade": result.to_json()}
 
 
 def serve(config: dict) -> int:
@@ -128,8 +110,6 @@ def serve(config: dict) -> int:
     holds the batch's ``Options`` as JSON (``Options.to_json``)."""
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # whatever else prints goes to the log, never into the replies
-    from ..grading import Grader, GraderError
-    from ..rubric import RubricError
 
     grader = None
     options = Options.from_json(config["options"])
@@ -245,31 +225,48 @@ class GradingProcess:
 # --- the batch -------------------------------------------------------------------------------
 
 
-def _write_outcome(folder: Path, reply: dict) -> None:
-    """A learner's files; results.json last, since its presence means 'graded'."""
-    if "results" in reply:
-        write_atomic(folder / FEEDBACK, reply["feedback"])
-        write_json(folder / RESULTS, reply["results"])
-        (folder / ERROR).unlink(missing_ok=True)
-    else:
-        (folder / RESULTS).unlink(missing_ok=True)  # a forced regrade that failed: no stale row
-        write_atomic(folder / ERROR, terminal(reply["error"]) + "\n")  # read with cat
+def write_learner(folder: Path, grade: Grade, visibility: str) -> None:
+    """A graded learner's files, each a view of their ``grade``; the record, grade.json, last,
+    since its presence means 'graded'."""
+    write_atomic(folder / FEEDBACK, report.terminal(grade))
+    write_json(folder / RESULTS, report.gradescope(grade, visibility))
+    write_json(folder / GRADE, grade.to_json())
+    (folder / ERROR).unlink(missing_ok=True)
 
 
-def _record(folder: Path, reply: dict, failures: dict[str, str]) -> tuple[str | None, str]:
+def _write_outcome(folder: Path, reply: dict, visibility: str,
+                   made_by: dict[str, str]) -> Grade | None:
+    """A learner's files from a grading process's reply: its Grade (read back through
+    ``Grade.from_json``, which checks it), or why there is none."""
+    if "grade" in reply:
+        grade = Grade.from_json(reply["grade"])
+        grade.made_by = dict(made_by)
+        write_learner(folder, grade, visibility)
+        return grade
+    for name in (GRADE, RESULTS):  # a forced regrade that failed: no stale row
+        (folder / name).unlink(missing_ok=True)
+    write_atomic(folder / ERROR, terminal(reply["error"]) + "\n")  # read with cat
+    return None
+
+
+def _record(folder: Path, reply: dict, failures: dict[str, str],
+            visibility: str = DEFAULT_VISIBILITY,
+            made_by: dict[str, str] | None = None) -> tuple[str | None, str]:
     """Write one learner's outcome: (why they were not graded, or None; what the progress line
     says). Never raises: a learner whose files cannot be written (a full disk, a name or a
-    reply that breaks a writer) gets a grading error in ``failures``, which their row shows."""
+    reply that breaks a writer or is no record) gets a grading error in ``failures``, which
+    their row shows."""
     try:
-        _write_outcome(folder, reply)
-        if "results" in reply:
-            return None, f"{float(reply['score']):.1f} ({float(reply['seconds']):.1f} s)"
+        grade = _write_outcome(folder, reply, visibility, made_by or {})
+        if grade is not None:
+            return None, f"{grade.score:.1f} ({grade.seconds:.1f} s)"
         error = str(reply["error"])
     except Exception as exc:  # noqa: BLE001 - this learner's failure, never the batch's
         error = f"grading error: their files could not be written ({type(exc).__name__}: {exc})"
         failures[folder.name] = error
         try:
-            (folder / RESULTS).unlink(missing_ok=True)  # no stale grade from an earlier run
+            for name in (GRADE, RESULTS):  # no stale grade from an earlier run
+                (folder / name).unlink(missing_ok=True)
             write_atomic(folder / ERROR, terminal(error) + "\n")  # for later runs' rows
         except Exception:  # noqa: BLE001 - this run's row says why all the same
             pass
@@ -321,11 +318,10 @@ def run(submissions: Path, out: Path, options: Options | None = None,
     out_dir = batch.out_dir or default_out_dir(out)
     learners, ignored = discover(submissions, skip=(out_dir, out))
     everyone = [x.id for x in learners]
+    made_by = versions()  # the grader that grades: the code loaded now, whatever edits follow
     if shard:
-        from . import shards
 
         shards.forget(out_dir)
-        started_with = shards.versions()
         learners = [x for x in learners if shards.shard_of(x.id, shard[1]) == shard[0]]
         print(f"shard {shard[0]}/{shard[1]}: {counted(len(learners), 'learner')} of "
               f"{len(everyone)}", file=progress)
@@ -339,7 +335,7 @@ def run(submissions: Path, out: Path, options: Options | None = None,
         if learner.problem:
             _record(out_dir / learner.id, {"error": learner.problem}, failures)
     todo = [x for x in learners
-            if not x.problem and (batch.force or not (out_dir / x.id / RESULTS).is_file())]
+            if not x.problem and (batch.force or not recorded(out_dir / x.id, made_by))]
     skipped = len(learners) - len(todo) - sum(1 for x in learners if x.problem)
     jobs = max(1, min(batch.jobs, len(todo) or 1))
     print(f"grading {len(todo)} of {counted(len(learners), 'learner')} with "
@@ -377,7 +373,8 @@ def run(submissions: Path, out: Path, options: Options | None = None,
                     if "fatal" in reply:
                         state["fatal"] = reply["fatal"]
                         return
-                    error, shown = _record(out_dir / learner.id, reply, failures)
+                    error, shown = _record(out_dir / learner.id, reply, failures,
+                                           options.visibility, made_by)
                     state["done"] += 1
                     if error is None:
                         state["graded"] += 1
@@ -419,10 +416,9 @@ def run(submissions: Path, out: Path, options: Options | None = None,
         print(f"error: the batch stopped: {terminal(state['fatal'])}", file=progress)
         return 2
     if shard:  # finished: the records it describes are all written
-        from . import shards
 
         shards.write_manifest(out_dir, shard, everyone, [x.id for x in learners],
-                              options, started_with)
+                              options, made_by)
     if not exported:
         return 2
     return 1 if any(row["total"] is None for row in rows) else 0

@@ -1,8 +1,8 @@
 """The class book: who is in the class, and the class files rebuilt from their records.
 
 ``discover`` finds the learners of a submissions folder (one folder or .zip each);
-``collect`` reads each learner's record back (``grades/<learner>/results.json``, or why they
-have none) into a row; ``write_class_files`` renders grades.csv, the summary
+``collect`` reads each learner's record back (``grades/<learner>/grade.json``, a ``Grade``, or
+why they have none) into a row; ``write_class_files`` renders grades.csv, the summary
 (``summary.py``) and the gradebook exports from those rows. A single ``grade-batch`` ends with
 it, and ``merge-shards`` calls it on the shards' records, so both write the same bytes for the
 same records.
@@ -19,13 +19,15 @@ from pathlib import Path
 
 from lumen.stages import STAGE_NAMES
 
+from ..results import Grade
 from ..views.escape import csv_number, csv_text
-from ..views.report import write_atomic
+from ..views.report import mistakes, seconds, total, write_atomic
+from .exports import DEFAULT_ASSIGNMENT, write_exports
 from .summary import HISTOGRAM, SUMMARY, write_summary
 
-#: A learner's files in the class's folder: the record, the report they read, and why the
-#: grader failed on them (retried next run).
-RESULTS, FEEDBACK, ERROR = "results.json", "feedback.txt", "error.txt"
+#: A learner's files in the class's folder: the record (their ``Grade``), Gradescope's view of
+#: it (to upload), the report they read, and why the grader failed on them (retried next run).
+GRADE, RESULTS, FEEDBACK, ERROR = "grade.json", "results.json", "feedback.txt", "error.txt"
 
 
 @dataclass
@@ -90,7 +92,6 @@ def _write_exports(out: Path, rows: list[dict], formats: list[str] | None, roste
     False if they could not be written."""
     if not formats:
         return True
-    from .exports import DEFAULT_ASSIGNMENT, write_exports
 
     try:
         written, messages = write_exports(out, rows, roster, formats,
@@ -104,10 +105,26 @@ def _write_exports(out: Path, rows: list[dict], formats: list[str] | None, roste
     return True
 
 
+def read_grade(folder: Path) -> Grade:
+    """The learner's record in ``folder``: OSError if there is none, ValueError (RecordError)
+    if it is not one this grader writes."""
+    return Grade.from_json(json.loads((folder / GRADE).read_text(encoding="utf-8")))
+
+
+def recorded(folder: Path, made_by: dict[str, str]) -> bool:
+    """Whether ``folder`` holds a record that the grader ``made_by`` (``provenance.versions``)
+    made: a grade to keep when a batch resumes. Any other (another grader or rubric, an older
+    record version, a file that cannot be read) is graded again."""
+    try:
+        return read_grade(folder).made_by == made_by
+    except (OSError, ValueError):
+        return False
+
+
 def collect(learners: list[Learner], out_dir: Path,
             failures: dict[str, str] | None = None) -> list[dict]:
-    """A row per learner from its results.json (or error.txt, or ``failures``: learners whose
-    files this run could not write): the CSV's and summary's data."""
+    """A row per learner from its record, grade.json (or error.txt, or ``failures``: learners
+    whose files this run could not write): the CSV's and summary's data."""
     rows = []
     for learner in learners:
         folder = out_dir / learner.id
@@ -118,8 +135,7 @@ def collect(learners: list[Learner], out_dir: Path,
             rows.append(row)
             continue
         try:
-            data = json.loads((folder / RESULTS).read_text(encoding="utf-8"))
-            row.update(_graded_row(data))
+            row.update(graded_row(read_grade(folder)))
         except FileNotFoundError:
             try:
                 error = (folder / ERROR).read_text(encoding="utf-8", errors="replace").strip()
@@ -127,29 +143,20 @@ def collect(learners: list[Learner], out_dir: Path,
                 error = "not graded yet"
             row["notes"] = [f"not graded: {error}"]
         except Exception as error:  # noqa: BLE001 - unreadable, or not what the batch writes
-            row["notes"] = [f"not graded: its {RESULTS} is unreadable "
+            row["notes"] = [f"not graded: its {GRADE} is unreadable "
                             f"({type(error).__name__}: {error}); use --force"]
         rows.append(row)
     return rows
 
 
-def _graded_row(data: dict) -> dict:
-    """The row's fields from a results.json; raises if it is not one the batch wrote."""
-    extra = data.get("extra_data", {})
-    graded = extra.get("graded_stages") or STAGE_NAMES  # --stage: only those count
-    stages = {s: v for s, v in extra.get("stages", {}).items() if s in graded}
-    mistakes = [m for m in extra.get("mistakes", []) if m["stage"] in graded]
-    if not all(m["stage"] in STAGE_NAMES and isinstance(m["test"], str)
-               and isinstance(m["message"], str) for m in mistakes):
-        raise ValueError("a mistake without a stage, test and message")
-    return {"total": float(data["score"]),
-            "stages": {s: float(v["score"]) for s, v in stages.items()},
-            "max": {s: float(v["max_score"]) for s, v in stages.items()},
-            "seconds": None if data.get("execution_time") is None
-            else float(data["execution_time"]),
-            "notes": [str(note) for note in extra.get("notes", [])],
-            "mistakes": mistakes, "sandbox": str(extra.get("sandbox", "")),
-            "operator_notes": [str(n) for n in extra.get("operator_notes", [])]}
+def graded_row(grade: Grade) -> dict:
+    """A graded learner's row from their ``Grade`` (its stages are those graded)."""
+    return {"total": total(grade),
+            "stages": {s.name: s.score for s in grade.stages},
+            "max": {s.name: s.max_score for s in grade.stages},
+            "seconds": seconds(grade), "notes": list(grade.notes),
+            "mistakes": mistakes(grade), "sandbox": grade.sandbox,
+            "operator_notes": list(grade.operator_notes)}
 
 
 def write_csv(out: Path, rows: list[dict]) -> None:

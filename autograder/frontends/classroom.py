@@ -14,9 +14,10 @@ partial credit. Two modes:
 - ``hidden``: the hidden suites score each stage. The workflow checks out the instructor's
   private copy of this repository (``--grader-repository``) with the secret
   ``LUMEN_GRADER_TOKEN``, grades ``exercises/`` once, in the sandbox, with stdout and stderr
-  kept off the log, and ``report`` splits results.json into six runner outputs that say only
-  the stage scores. The learner's code runs only inside bubblewrap in that job, and their
-  visible tests run in a job of their own, on another machine, which holds no secret.
+  kept off the log (``grade``: the record, a ``Grade``, in grade.json), and ``report`` splits
+  that record into six runner outputs that say only the stage scores. The learner's code runs
+  only inside bubblewrap in that job, and their visible tests run in a job of their own, on
+  another machine, which holds no secret.
 
 What neither mode can do is keep anything from a learner who edits the workflow: it is a file
 in their own repository. README.md ("GitHub Classroom") says plainly what follows.
@@ -38,7 +39,11 @@ from lumen.stages import STAGE_NAMES
 from solutions.handout import FOLDER, HandoutError, contents
 
 from .. import ROOT
-from ..rubric import load
+from ..grading import Grader, GraderError
+from ..options import Options, add_arguments
+from ..results import Grade
+from ..rubric import RubricError, load
+from ..views import report as views
 from ..words import counted
 from . import classroom_runner
 from .gradescope import DEFAULT_TORCH
@@ -158,10 +163,10 @@ HIDDEN_JOBS = """\
         working-directory: grader
         run: |
           set +e  # the full report names the hidden checks: it goes nowhere
-          .venv/bin/python -m autograder grade ../submission/exercises --sandbox bwrap \\
-            --visibility hidden --out "$RUNNER_TEMP/results.json" > /dev/null 2>&1
+          .venv/bin/python -m autograder.frontends.classroom grade ../submission/exercises \\
+            --sandbox bwrap --record "$RUNNER_TEMP/grade.json" > /dev/null 2>&1
           status=$?
-          .venv/bin/python -m autograder.frontends.classroom report "$RUNNER_TEMP/results.json" \\
+          .venv/bin/python -m autograder.frontends.classroom report "$RUNNER_TEMP/grade.json" \\
             --status "$status"
 {reporter}"""
 
@@ -258,33 +263,53 @@ GRADER_FAILED = ("the grader could not grade this push (a failure on its side, n
                  "on your code); your instructor sees it and regrades")
 
 
-def runner_results(data: dict | None, status: int = 0) -> dict[str, dict]:
-    """Six runner results from ``grade --out``'s results.json: each stage's score alone.
+def grade(submission: Path, record: Path, sandbox: str) -> int:
+    """The workflow's grading step: grade ``submission`` and write its record (``Grade``'s
+    JSON form) to ``record``. The full report goes to stdout, which the workflow sends
+    nowhere; 2 when the grader failed."""
 
-    ``data`` None or ``status`` not 0 (the grader failed): every stage is an "error" worth 0
+    try:
+        with Grader(Options(sandbox=sandbox)) as grader:
+            result = grader.grade(submission)
+    except (GraderError, RubricError, OSError) as error:
+        print(f"error: the grader could not run: {type(error).__name__}: {error}",
+              file=sys.stderr)
+        return 2
+    print(views.terminal(result), end="")
+    views.write_json(record, result.to_json())
+    return 0
+
+
+def runner_results(grade: Grade | None, status: int = 0) -> dict[str, dict]:
+    """Six runner results from the grading step's ``Grade``: each stage's score alone.
+
+    ``grade`` None or ``status`` not 0 (the grader failed): every stage is an "error" worth 0
     of 0, so the reporter sends GitHub Classroom no points at all (notify-classroom.js skips
     a max of 0), never a zero the learner did not earn."""
     points = stage_points()
-    if data is None or status != 0:
+    if grade is None or status != 0:
         return {s: classroom_runner.runner_result(s, 0.0, 0.0, "hidden checks", "error",
                                                   GRADER_FAILED) for s in points}
-    stages = data["extra_data"]["stages"]
-    if list(stages) != list(points):
-        raise ValueError(f"results.json grades stages {list(stages)}, not {list(points)}")
-    return {s: classroom_runner.runner_result(s, float(v["score"]), float(v["max_score"]),
-                                              "hidden checks") for s, v in stages.items()}
+    stages = [s.name for s in grade.stages]
+    if stages != list(points):
+        raise ValueError(f"the grade has stages {stages}, not {list(points)}")
+    return {s.name: classroom_runner.runner_result(s.name, s.score, s.max_score,
+                                                   "hidden checks") for s in grade.stages}
 
 
-def report(results: Path, status: int, github_output: str | None = None) -> int:
-    """Print what the learner may see (the per-stage scores, the notes on their files) and
-    write the six runner outputs."""
+def report(record: Path, status: int, github_output: str | None = None) -> int:
+    """Print what the learner may see (the per-stage scores, the notes on their files:
+    ``report.visible_summary``, never a hidden check's words) and write the six runner
+    outputs, from the grading step's record."""
+
     try:
-        data = json.loads(results.read_text(encoding="utf-8")) if status == 0 else None
-        runners = runner_results(data, status)
-    except (OSError, ValueError, KeyError, TypeError):
-        data, runners = None, runner_results(None, 1)
-    if data is not None:
-        print(data["output"], end="")  # report.visible_summary: never a hidden check's words
+        grade = Grade.from_json(json.loads(record.read_text(encoding="utf-8"))) \
+            if status == 0 else None
+        runners = runner_results(grade, status)
+    except (OSError, ValueError):  # no record, or not one this grader writes (RecordError)
+        grade, runners = None, runner_results(None, 1)
+    if grade is not None:
+        print(views.visible_summary(grade, "hidden"), end="")
     else:
         print(f"error: {GRADER_FAILED}")
     classroom_runner.write_outputs(runners, github_output)
@@ -306,12 +331,18 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--grader-ref", default="main", help="its branch or tag (default main)")
     t.add_argument("--torch", help="what the workflow pip-installs first (default "
                                    f"{DEFAULT_TORCH} from the CPU wheel index)")
-    r = commands.add_parser("report", help="the workflow's step: results.json -> runners")
-    r.add_argument("results", type=Path)
-    r.add_argument("--status", type=int, default=0, help="the grade command's exit status")
+    g = commands.add_parser("grade", help="the workflow's step: grade, write the record")
+    g.add_argument("submission", type=Path)
+    g.add_argument("--record", type=Path, required=True, help="where the Grade is written")
+    add_arguments(g, ("sandbox",))  # as every front end's --sandbox
+    r = commands.add_parser("report", help="the workflow's step: the record -> runners")
+    r.add_argument("record", type=Path)
+    r.add_argument("--status", type=int, default=0, help="the grade step's exit status")
     args = parser.parse_args(argv)
+    if args.command == "grade":
+        return grade(args.submission, args.record, args.sandbox)
     if args.command == "report":
-        return report(args.results, args.status)
+        return report(args.record, args.status)
     try:
         files = template_files(args.mode, args.torch, args.grader_repository, args.grader_ref)
         write_template(args.out, files)

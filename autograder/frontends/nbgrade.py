@@ -22,7 +22,8 @@ LateSubmissionPlugin's (``--late-penalty``). The pipeline, in a course folder (d
    as text, a link keeps only an http, https or mailto target and an image only an attachment,
    read back through nbconvert's own renderer; the learner's note says so.
 3. **Grade**: our sandboxed grader on the collected .py files, the whole class through warm
-   workers (autograder/frontends/batch.py), into ``lumen/<learner>/results.json``. A learner graded
+   workers (autograder/frontends/batch.py), into ``lumen/<learner>/grade.json`` (the record,
+   a ``Grade``, beside its views). A learner graded
    before from the same files by the same grader (``fingerprint``) keeps that grade, as
    ``grade-batch`` resumes: a rerun grades only new and changed submissions.
 4. ``nbgrader autograde``, where ``SandboxedGrades`` takes the place of nbgrader's Execute:
@@ -58,12 +59,16 @@ import re
 import shutil
 import sys
 import time
+from html.parser import HTMLParser
 from pathlib import Path
 
 import nbformat
 from jinja2 import pass_context
 from nbconvert.exporters import HTMLExporter
+from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+from nbgrader.api import Gradebook
 from nbgrader.preprocessors import NbGraderPreprocessor
+from nbgrader.utils import parse_utc
 from traitlets import Enum, Unicode
 
 from lumen.stages import STAGE_NAMES, SUBMISSION_FILES, stage
@@ -72,7 +77,10 @@ from solutions.notebook import ASSIGNMENT, NOTEBOOK, grade_id, nbgrader_cells
 
 from .. import ROOT
 from ..boundary.clean import clean_text
+from ..boundary.intake import Unusable, _read_regular
 from ..options import FEEDBACK, LATE_PENALTIES, Options
+from ..results import StageGrade
+from ..rubric import load
 from ..views.escape import (
     csv_number,
     csv_text,
@@ -81,7 +89,11 @@ from ..views.escape import (
     markdown_text,
     terminal,
 )
+from ..views.report import check_name, check_output
 from ..words import counted
+from . import batch
+from .classbook import GRADE, read_grade
+from .provenance import digest, versions
 
 #: A stage's check cell in the lab notebook -> the stage (grade ids: solutions/notebook.py).
 CHECK_CELLS = {grade_id(s): s for s in STAGE_NAMES}
@@ -91,7 +103,7 @@ OURS = ".lumen-nbgrade"  # marks a submitted/ tree as this command's copy
 MAX_NOTEBOOK = 16 << 20
 STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}")
 TIMESTAMP = "timestamp.txt"  # nbgrader's record of when a submission was made
-GRADED_FROM = "graded-from.txt"  # next to a learner's results.json: the ``fingerprint`` graded
+GRADED_FROM = "graded-from.txt"  # next to a learner's grade.json: the ``fingerprint`` graded
 
 
 class NbgradeError(Exception):
@@ -101,14 +113,14 @@ class NbgradeError(Exception):
 # --- step 4, inside nbgrader autograde --------------------------------------------------------
 
 
-def stage_outputs(name: str, stage_result: dict, tests: list[dict], feedback: str) -> list:
+def stage_outputs(graded: StageGrade, feedback: str) -> list:
     """A check cell's outputs, which nbgrader's ``determine_grade`` reads: the stage's score as
     the cell's value, or an error when it is 0 (nbgrader reads a value it cannot parse, or
     none, as full credit, so a stage worth nothing must be an error, never a printed 0)."""
-    score, out_of = float(stage_result["score"]), float(stage_result["max_score"])
-    mine = [t for t in tests if name in t.get("tags", [])]
-    passed = sum(t.get("status") == "passed" for t in mine)
-    stub = bool(stage_result.get("not_implemented"))  # every check met a stub's body
+    name, score, out_of = graded.name, graded.score, graded.max_score
+    mine = [r for r, _, _ in graded.tests]
+    passed = sum(r.passed for r in mine)
+    stub = graded.unwritten  # every check met a stub's body
     lines = [f"Stage '{name}' ({stage(name).title}): " + (
                  f"not implemented yet, {score:g} / {out_of:g}: write its functions in your "
                  ".py files (where they raise NotImplementedError)." if stub else
@@ -117,8 +129,8 @@ def stage_outputs(name: str, stage_result: dict, tests: list[dict], feedback: st
     if stub:
         pass
     elif feedback == "messages":
-        lines += [f"- {clean_text(t['name'], 200)}: {clean_text(t.get('output', ''), 600)}"
-                  for t in mine if t.get("status") != "passed"][:3]
+        lines += [f"- {clean_text(check_name(graded, r), 200)}: "
+                  f"{clean_text(check_output(r), 600)}" for r in mine if not r.passed][:3]
     elif passed < len(mine):
         lines.append(f"To see what to fix: run this cell, or `pytest exercises -m {name}`.")
     text = "\n".join(lines) + "\n"
@@ -142,19 +154,18 @@ class SandboxedGrades(NbGraderPreprocessor):
     them) raises, so nbgrader records no grade at all for them: never a zero they did not earn.
     """
 
-    results = Unicode(GRADES, help="the folder of our grader's results, a results.json per "
-                      "learner, relative to the course folder").tag(config=True)
+    results = Unicode(GRADES, help="the folder of our grader's results, a grade.json (the "
+                      "record) per learner, relative to the course folder").tag(config=True)
     feedback = Enum(FEEDBACK, default_value=FEEDBACK[0], help="what a check cell shows: the "
                     "stage's score and how many hidden checks passed, or also the hidden "
                     "checks' messages").tag(config=True)
 
     def preprocess(self, nb, resources):
         student = resources["nbgrader"]["student"]
-        path = Path(self.results) / student / "results.json"
+        path = Path(self.results) / student / GRADE
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            stages = data["extra_data"]["stages"]
-        except (OSError, ValueError, KeyError) as error:
+            stages = {s.name: s for s in read_grade(path.parent).stages}
+        except (OSError, ValueError) as error:
             raise NbgradeError(f"no grade from the sandboxed grader for {student} ({path}: "
                                f"{type(error).__name__}); see lumen/{student}/error.txt") from None
         for cell in nb.cells:
@@ -165,8 +176,7 @@ class SandboxedGrades(NbGraderPreprocessor):
                 cell.execution_count = None
             name = CHECK_CELLS.get(gid)
             if meta.get("grade") and name in stages:
-                cell.outputs = stage_outputs(name, stages[name], data.get("tests", []),
-                                             self.feedback)
+                cell.outputs = stage_outputs(stages[name], self.feedback)
         return nb, resources
 
 
@@ -195,7 +205,7 @@ def safe_html(html: str) -> str:
     """HTML rendered from a learner's Markdown, cleaned by bleach (nbconvert's dependency):
     tags outside ``SAFE_TAGS`` are escaped, so ``<script>`` reads as text; no event handler,
     style or javascript: URL survives."""
-    import bleach
+    import bleach  # HTML sanitising: only the feedback pages need it
 
     return bleach.clean(html, tags=SAFE_TAGS, attributes=SAFE_ATTRIBUTES,
                         protocols=SAFE_PROTOCOLS, strip_comments=True)
@@ -233,7 +243,6 @@ def live_html(text: str) -> list[str]:
     """What in a feedback page could run in the learner's browser: an active element
     (``ACTIVE``) in the page's body, an event handler (on...) or a script URL anywhere.
     Empty for a safe page; the template's own scripts and styles are in <head>."""
-    from html.parser import HTMLParser
 
     found: list[str] = []
 
@@ -322,8 +331,6 @@ def prepare_course(course: Path, feedback: str, late_penalty: str = LATE_PENALTI
                       encoding="utf-8")
     notebook.nbgrader(course, "generate_assignment", ASSIGNMENT, "--force")
     if due is not None:
-        from nbgrader.api import Gradebook
-        from nbgrader.utils import parse_utc
 
         try:
             when = parse_utc(due)
@@ -379,7 +386,6 @@ def carry_timestamp(source: Path, target: Path) -> str | None:
     rewritten as the date nbgrader reads from it, so that nbgrader autograde records when it
     was submitted (and any late penalty). A note when it is there but not a date: then none is
     carried (nbgrader would stop the whole class on it) and no lateness is decided."""
-    from nbgrader.utils import parse_utc
 
     path = source / TIMESTAMP
     if not os.path.lexists(path):
@@ -397,15 +403,11 @@ def carry_timestamp(source: Path, target: Path) -> str | None:
 
 @functools.cache
 def grader_version() -> str:
-    """A digest of everything a grade reads from this repository (the Gradescope zip's files,
-    ``gradescope.files``) and of grade-batch, which writes each results.json: a change to any
-    of them is a new grader, whose grades are new."""
-    from .gradescope import files
+    """A digest of the grader that grades (``provenance.versions``: every file a grade reads
+    and grade-batch, which writes each record): a change to any of them is a new grader, whose
+    grades are new."""
 
-    digest = hashlib.sha256()
-    for path in [*files(ROOT), Path("autograder/frontends/batch.py")]:
-        digest.update(path.as_posix().encode() + b"\0" + (ROOT / path).read_bytes() + b"\0")
-    return digest.hexdigest()
+    return digest(versions())
 
 
 def fingerprint(folder: Path, settings: str) -> str:
@@ -424,7 +426,7 @@ def reusable(grades: Path, learner: str, wanted: str) -> bool:
     folder = grades / learner
     try:
         same = (folder / GRADED_FROM).read_text(encoding="utf-8").strip() == wanted and (
-            folder / "results.json").is_file()
+            folder / GRADE).is_file()
     except OSError:
         same = False
     if not same and folder.exists():
@@ -434,7 +436,6 @@ def reusable(grades: Path, learner: str, wanted: str) -> bool:
 
 def _read_notebook(folder: Path) -> tuple[nbformat.NotebookNode | None, list[str]]:
     """The learner's lab notebook and what is wrong with it (None: nothing usable)."""
-    from ..boundary.intake import Unusable, _read_regular
 
     notes = []
     path = folder / NOTEBOOK
@@ -514,7 +515,6 @@ def plain_markdown(source: str) -> str:
 def render_markdown(source: str, attachments: dict) -> str:
     """A Markdown cell's HTML as nbconvert's ``HTMLExporter.markdown2html`` makes it, for
     formgrader and the feedback page alike (nbconvert's mistune with math, its plugins)."""
-    from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 
     renderer = IPythonRenderer(escape=False, attachments=attachments)
     return MarkdownWithMath(renderer=renderer).render(source)
@@ -524,7 +524,6 @@ def markdown_problems(html: str) -> list[str]:
     """What in a rendered Markdown cell is not Markdown's own (``MARKDOWN_HTML``): any other
     element or attribute, a link that is not http, https, mailto or an anchor, an image that
     is not attached (a data:image URL), a style other than a table cell's alignment."""
-    from html.parser import HTMLParser
 
     found: list[str] = []
 
@@ -646,7 +645,6 @@ def repair(nb: nbformat.NotebookNode | None, release: nbformat.NotebookNode) -> 
 
 def collect(learner: Path, target: Path, release: nbformat.NotebookNode) -> list[str]:
     """Copy one learner's submission into nbgrader's submitted/ tree; the notes about it."""
-    from ..boundary.intake import Unusable, _read_regular
 
     nb, notes = _read_notebook(learner)
     nb, repaired = repair(nb, release)
@@ -681,7 +679,6 @@ def run(submissions: Path, course: Path, options: Options | None = None, jobs: i
     ``late_penalty``: nbgrader's penalty for a submission after it (``LATE_PENALTIES``).
     Returns 0 when every learner was graded, 1 when some could not be (listed; a rerun
     retries them), 2 when the pipeline stopped."""
-    from . import batch
 
     options = options or Options()
     progress = progress or sys.stderr
@@ -729,10 +726,16 @@ def run(submissions: Path, course: Path, options: Options | None = None, jobs: i
                        batch.Batch(jobs=jobs, out_dir=course / GRADES), progress=progress)
     if status == 2:
         return 2
-    failed = [x for x in learners if not (course / GRADES / x / "results.json").is_file()]
+    failed = [x for x in learners if not (course / GRADES / x / GRADE).is_file()]
     for learner in set(learners) - set(failed) - set(reused):  # graded now, from these files
         (course / GRADES / learner / GRADED_FROM).write_text(wanted[learner] + "\n")
     graded = [x for x in learners if x not in failed]
+    for learner in graded:  # the notes on their .py files, as every front end gives them
+        try:
+            notes[learner] = [*notes.get(learner, []),
+                              *read_grade(course / GRADES / learner).notes]
+        except (OSError, ValueError):  # its row says nothing more; nbgrader's grade stands
+            pass
     if graded:
         exclude = ",".join(failed)
         extra = [f"--CourseDirectory.student_id_exclude={exclude}"] if failed else []
@@ -759,7 +762,6 @@ def run(submissions: Path, course: Path, options: Options | None = None, jobs: i
 def gradebook_scores(course: Path) -> dict[str, dict[str, float | None]]:
     """learner -> grade_id -> score, as nbgrader's gradebook holds them (written answers: None
     until marked)."""
-    from nbgrader.api import Gradebook
 
     scores: dict[str, dict[str, float | None]] = {}
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}", notebook.COURSE_ID) as gb:
@@ -776,7 +778,6 @@ def write_stages_csv(course: Path, learners: list[str], notes: dict[str, list[st
                      problems: dict[str, str]) -> None:
     """``stages.csv``: a row per learner, a column per stage and written answer (from the
     gradebook), the stages' total, and the notes."""
-    from ..rubric import load
 
     written = list(load().written)
     scores = gradebook_scores(course)

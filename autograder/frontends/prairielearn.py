@@ -19,12 +19,13 @@ used) with ``format_errors`` (a string or a list), ``message``, ``output`` and `
 before anything else, which says the grader failed (``gradable: false``: never a zero, no
 attempt lost) and is replaced only by a finished grade.
 
-What the student sees follows the Gradescope front end's visibility (``report.gradescope``,
-the one place that decides what a hidden test may show): PrairieLearn shows all of
-results.json at once, so only ``hidden`` (the default: the per-stage scores, the notes on the
-files, nothing of a hidden test) and ``visible`` (each check's title, message and what the
-code printed) apply. ``results.json``'s tests always add up to its score: a test per stage,
-or with ``visible`` a test per check. The whole report goes to stdout, which PrairieLearn
+What the student sees follows the Gradescope front end's visibility (``report.visible_summary``
+and ``report.check_output``, the one place that decides what a hidden test may show):
+PrairieLearn shows all of results.json at once, so only ``hidden`` (the default: the
+per-stage scores, the notes on the files, nothing of a hidden test) and ``visible`` (each
+check's title, message and what the code printed) apply. ``results.json``'s tests always add
+up to its score: a test per stage, or with ``visible`` a test per check. It is a view of the
+``Grade``, as Gradescope's is. The whole report goes to stdout, which PrairieLearn
 keeps in the grading job's log for the course staff.
 
 A submission that cannot be graded (a file missing, not UTF-8, too large, a link, a syntax
@@ -44,7 +45,12 @@ from pathlib import Path
 
 from lumen.stages import STAGE_NAMES, SUBMISSION_FILES
 
+from ..boundary.intake import prepare, syntax_notes
+from ..grading import Grader, GraderError
 from ..options import WHERE, Options, add_arguments
+from ..results import Grade
+from ..rubric import RubricError
+from ..views import report
 from ..views.escape import terminal
 from ..views.report import write_atomic, write_json
 
@@ -99,34 +105,32 @@ def load_settings(folder: Path | None) -> dict:
 
 def format_errors(student: Path) -> list[str]:
     """Why the submission in ``student`` cannot be graded at all; empty if it can."""
-    from ..boundary.intake import prepare, syntax_notes
 
     if not student.is_dir():
         return [f"no files were submitted: submit {', '.join(SUBMISSION_FILES)}"]
     prepared = prepare(student)
     problems = [terminal(why) for name, why in sorted(prepared.problems.items())]
-    return problems + [terminal(note) for note in syntax_notes(student)]
+    return problems + [terminal(note) for note in syntax_notes(prepared.files)]
 
 
-def to_prairielearn(g, visibility: str) -> dict:
-    """PrairieLearn's results.json for the grade ``g``: what a student may see is what
-    ``report.gradescope`` makes visible under ``visibility``, nothing more."""
-    from ..views import report
+def to_prairielearn(g: Grade, visibility: str) -> dict:
+    """PrairieLearn's results.json, a view of the grade ``g``: what a student may see is what
+    the Gradescope view makes visible under ``visibility`` (``report.visible_summary``, and
+    each check only when ``visible``), nothing more."""
 
-    graded = report.gradescope(g, visibility)
-    shown = [t for t in graded["tests"] if t["visibility"] == "visible"]
-    if shown:  # a test per check: its title, message and printed output
-        tests = [{"name": t["name"], "points": t["score"], "max_points": t["max_score"],
-                  "message": t["status"], "output": t["output"]} for t in shown]
+    if visibility == "visible":  # a test per check: its title, message and printed output
+        tests = [{"name": report.check_name(s, r), "points": points, "max_points": most,
+                  "message": "passed" if r.passed else "failed",
+                  "output": report.check_output(r)}
+                 for s in g.stages for r, points, most in s.tests]
     else:  # a test per stage: its score, as the visible summary shows it
-        tests = [{"name": name, "points": s["score"], "max_points": s["max_score"],
-                  "message": "not implemented yet" if s["not_implemented"] else "",
-                  "output": ""}
-                 for name, s in graded["extra_data"]["stages"].items()]
-    score = min(max(graded["score"] / g.max_score, 0.0), 1.0) if g.max_score else 0.0
+        tests = [{"name": s.name, "points": s.score, "max_points": s.max_score,
+                  "message": "not implemented yet" if s.unwritten else "", "output": ""}
+                 for s in g.stages]
+    score = min(max(report.total(g) / g.max_score, 0.0), 1.0) if g.max_score else 0.0
     data = {"gradable": True, "score": round(score, 6),
             "message": f"Total: {g.score:g} / {g.max_score:g}",
-            "output": graded["output"], "tests": tests}
+            "output": report.visible_summary(g, visibility), "tests": tests}
     if len(json.dumps(data)) > MAX_RESULTS:  # never over PrairieLearn's limit: cut outputs
         for test in tests:
             test["output"] = test["output"][:2000]
@@ -178,8 +182,6 @@ def run(args: argparse.Namespace, options: Options) -> int:
                              "message": "Your submission could not be graded: "
                                         + "; ".join(problems)})
         return 0
-    from ..grading import Grader, GraderError
-    from ..rubric import RubricError
 
     try:
         options = dataclasses.replace(options, stages=settings["stages"],
@@ -188,7 +190,6 @@ def run(args: argparse.Namespace, options: Options) -> int:
             for note in grader.operator_notes():
                 print(f"note: {note}")  # stdout: the job's log, for the course staff
             result = grader.grade(args.root / "student")
-        from ..views import report
 
         print(report.terminal(result), end="")
         text = json.dumps(to_prairielearn(result, options.visibility), allow_nan=False,

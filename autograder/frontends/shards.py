@@ -15,12 +15,12 @@ What crosses from shard to merge: each shard writes, when it finishes (never aft
 SIGTERM or a stopped batch), a manifest ``.shard.json`` in its per-learner folder: K and N, the
 digests of the grader's code and of the rubric, the options that change a verdict, the class it
 saw (how many learners and a digest of their ids) and, per learner of the shard, the SHA-256
-of the files the grader wrote for them (results.json, feedback.txt, error.txt). The merge
-copies exactly those files, checked against the digests (a regular file, never a link), and
-refuses, with the problem and the fix: a folder without a manifest (a shard that did not
-finish), shards of another N, grader, rubric, options or class, a shard given twice, a shard
-missing, a learner in a shard its id does not hash to, and a file changed since its shard
-wrote it.
+of the files the grader wrote for them (``RECORD_FILES``: grade.json, the record, and its
+views). The merge copies exactly those files, checked against the digests (a regular file,
+never a link), and refuses, with the problem and the fix: a folder without a manifest (a
+shard that did not finish), shards of another N, grader, rubric, options or class, a shard
+given twice, a shard missing, a learner in a shard its id does not hash to, and a file
+changed since its shard wrote it.
 
 Byte for byte by construction: the merge renders grades.csv, summary.md, histogram.png and the
 gradebook exports from the per-learner records with the code a single run ends with
@@ -45,16 +45,18 @@ from ..boundary.clean import MAX_NAME
 from ..options import Options
 from ..views.escape import terminal
 from ..views.report import write_atomic, write_json
-from .classbook import ERROR, FEEDBACK, RESULTS
+from . import classbook
+from .classbook import ERROR, FEEDBACK, GRADE, RESULTS
+from .provenance import versions
 
 MANIFEST = ".shard.json"  # a dot name: discover() never takes it for a learner
 MERGED = ".merged.json"  # marks a folder merge-shards wrote, which a later merge may refresh
 FORMAT = 1
 #: The seed policy: every learner is graded with a seed of their own, drawn fresh (stored in
-#: their results.json). A future policy (a fixed seed per class) gets another name here.
+#: their grade.json). A future policy (a fixed seed per class) gets another name here.
 SEED_POLICY = "fresh per learner"
-#: The files the grader writes for a learner, which the merge carries over.
-RECORD_FILES = (RESULTS, FEEDBACK, ERROR)
+#: The files the grader writes for a learner, which the merge carries over (the record last).
+RECORD_FILES = (RESULTS, FEEDBACK, ERROR, GRADE)
 #: The options that change a learner's verdict or record: shards must agree on each.
 VERDICT_OPTIONS = ("stages", "visibility", "probe_seconds", "sandbox")
 
@@ -102,27 +104,6 @@ def _unkey(key: str) -> str:
     return os.fsdecode(bytes.fromhex(key[len("/hex/"):])) if key.startswith("/hex/") else key
 
 
-def _digest_files(paths: list[Path]) -> str:
-    h = hashlib.sha256()
-    for path in paths:
-        h.update(path.as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()
-
-
-def grader_version() -> str:
-    """A digest of the grader's code: every file a grading image ships (the Gradescope zip's
-    ``NEEDED``, one list), less the rubric, which ``rubric_version`` names on its own."""
-    from .gradescope import ROOT, files
-
-    return _digest_files([ROOT / p for p in files() if p.name != "rubric.toml"])
-
-
-def rubric_version() -> str:
-    from ..rubric import RUBRIC
-
-    return hashlib.sha256(RUBRIC.read_bytes()).hexdigest()
-
-
 def class_digest(learners: list[str]) -> str:
     return hashlib.sha256(b"\n".join(_id_bytes(x) for x in sorted(learners))).hexdigest()
 
@@ -156,16 +137,11 @@ def forget(out_dir: Path) -> None:
     (out_dir / MANIFEST).unlink(missing_ok=True)
 
 
-def versions() -> dict[str, str]:
-    """The grader's and the rubric's digests, taken when a shard starts: the code it loads
-    then is the code that grades (an edit while it runs must not pass for what graded)."""
-    return {"grader": grader_version(), "rubric": rubric_version()}
-
-
 def write_manifest(out_dir: Path, shard: tuple[int, int], everyone: list[str],
                    mine: list[str], options: Options, started_with: dict[str, str]) -> None:
     """The shard's manifest, written last, once the shard finished (``batch.run``), with the
-    ``options`` it graded under; ``started_with``: ``versions()`` as the shard started."""
+    ``options`` it graded under; ``started_with``: ``provenance.versions()`` as the shard
+    started."""
     graded = options.to_json() | {"probe_seconds": options.limits.probe_seconds}
     records = {}
     for learner in mine:
@@ -272,9 +248,9 @@ def check(shards: list[Shard]) -> dict[str, Shard]:
                 f"of {f['class']['learners']}{' (other names)' if same else ''}: "
                 "the submissions folder changed between shards. Rerun every shard on the same "
                 "copy of it (each resumes, grading only who is new), then merge again")
-    for field, now, what in (("grader", grader_version(), "version of the grader"),
-                             ("rubric", rubric_version(), "rubric")):
-        if first.manifest[field] != now:
+    now = versions()
+    for field, what in (("grader", "version of the grader"), ("rubric", "rubric")):
+        if first.manifest[field] != now[field]:
             raise ShardError(f"the shards were graded with another {what} than this merge "
                              "runs: merge with the grader that graded them, or regrade the "
                              "shards with this one (--force), so the class-level files are "
@@ -371,7 +347,6 @@ def merge(paths: list[Path], out: Path, exports: list[str] | None = None, roster
     """Merge the shards at ``paths`` into ``out`` (the class CSV) and its folder, as one
     ``grade-batch`` over the whole class writes them. Returns the exit status: 0 every learner
     graded, 1 some not (their rows say why; rerun their shard), 2 refused or not written."""
-    from . import classbook
 
     progress = progress or sys.stderr
     try:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from lumen.stages import STAGE_NAMES
 
-from ..mistakes import KINDS, kind, mistake_id
+from ..mistakes import KINDS, mistake_id
 from ..views.escape import markdown_inline, markdown_text
 from ..views.report import write_atomic
 from ..words import counted
@@ -38,17 +38,17 @@ class Diagnosed:
 def ranked_mistakes(rows: list[dict]) -> list[Diagnosed]:
     """The diagnosed mistakes, most learners first, each learner counted once per mistake.
 
-    Grouped by mistake id, computed here from each message (``mistakes.mistake_id``) rather
-    than read back, so results.json files of an older run group the same way: the same check
-    failing the same way is one mistake whatever the inputs, and code that never ran (import
-    failures, timeouts, crashes) is one mistake per kind, whichever tests met it."""
+    Grouped by mistake id, computed here from each message's template and its kind (data of
+    the record, ``mistakes.mistake_id``) rather than read back: the same check failing the
+    same way is one mistake whatever the inputs, and code that never ran (import failures,
+    timeouts, crashes) is one mistake per kind, whichever tests met it."""
     found: dict[str, Diagnosed] = {}
     for row in rows:
         for mistake in row["mistakes"]:
             stage, test, message = mistake["stage"], mistake["test"], mistake["message"]
-            key = mistake_id(stage, test, message)
+            how = mistake["kind"]
+            key = mistake_id(stage, test, message, how)
             if key not in found:
-                how = kind(message)
                 check = KINDS.get(how) or str(mistake.get("title") or test)
                 found[key] = Diagnosed(key, how, check, [], [], message, row["learner"])
             entry = found[key]
@@ -130,10 +130,10 @@ def _mistakes_section(mistakes: list[Diagnosed], names_shown: int = 8) -> list[s
 def _histogram(path: Path, totals: list[float]) -> bool:
     """The score histogram as a PNG (matplotlib, no display); False if it cannot be drawn."""
     try:
-        import matplotlib
+        import matplotlib  # optional and heavy: only the histogram needs it
 
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # after use("Agg"): no display is looked for
     except ImportError:
         return False
     figure, axes = plt.subplots(figsize=(6, 3.5))

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from ..mistakes import CRASH_MARK, TIMEOUT_ADVICE
+from ..mistakes import CRASHED, IMPORT_FAILED, MISTAKE, TIMED_OUT
 from ..sandboxed.protocol import MetaTensor, RemoteObject
 
 if TYPE_CHECKING:  # the type only: the suites never reach into the worker
@@ -22,7 +22,15 @@ if TYPE_CHECKING:  # the type only: the suites never reach into the worker
 
 
 class Mistake(AssertionError):
-    """The learner's code did something wrong; the message says what and why."""
+    """The learner's code did something wrong; the message says what and why.
+
+    ``kind`` (``autograder/mistakes.py``): MISTAKE for code that ran and was found wrong, or
+    the kind of code that never ran, set here where it is known and carried as data into the
+    ``TestResult``: never read back from the message."""
+
+    def __init__(self, message: str, kind: str = MISTAKE) -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class NotImplementedYet(Mistake):
@@ -70,18 +78,16 @@ def unwrap(outcome: Outcome, what: str, module: str | None = None) -> object:
     """The outcome's value, or a Mistake that says why there is none."""
     if module and module in outcome.import_errors:
         error = outcome.import_errors[module]
-        raise Mistake(  # mistakes.IMPORT_MARK: one mistake, whichever test meets it
+        raise Mistake(  # one mistake, whichever test meets it
             f"your {module}.py could not be imported, so {what} could not be graded: "
-            f"{describe_error(error)}"
-        )
+            f"{describe_error(error)}", IMPORT_FAILED)
     if outcome.timed_out:
         raise Mistake(
             f"{what} did not finish in time"
             + (f" ({outcome.crashed})" if outcome.crashed else "")
-            + TIMEOUT_ADVICE
-        )
+            + ": look for a loop that never ends, or work that grows with V x V", TIMED_OUT)
     if outcome.crashed:
-        raise Mistake(f"{what}{CRASH_MARK}{outcome.crashed}")
+        raise Mistake(f"{what} could not finish: {outcome.crashed}", CRASHED)
     if outcome.error is not None:
         if outcome.error.get("not_implemented"):
             raise NotImplementedYet(f"{what} is not implemented yet")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 import pytest
+import torch
 
 from lumen.stages import STAGE_NAMES, stage
 
@@ -73,7 +74,6 @@ class GradingPlugin:
 
     @pytest.fixture
     def gen(self, seed: int):
-        import torch
 
         return torch.Generator().manual_seed(seed)
 
@@ -107,6 +107,7 @@ def _verdict(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport
         error = call.excinfo.value
         if isinstance(error, Mistake):
             result.message = str(error)
+            result.kind = error.kind  # data from where the verdict was made, never the text
             result.not_implemented = isinstance(error, NotImplementedYet)
         else:
             # A bug in the grader, and only that: whatever the learner's process sends arrives

@@ -175,7 +175,7 @@ def _neighbours(learner, seed: int, E: torch.Tensor, token, k: int, device: str 
         raise
     except Mistake as mistake:
         if isinstance(token, torch.Tensor) and token.dim() == 0:
-            raise Mistake(f"{mistake}{ROW_INDEX}") from None
+            raise Mistake(f"{mistake}{ROW_INDEX}", mistake.kind) from None
         raise
     return ids, sims, what, result
 
@@ -405,7 +405,7 @@ def _token_compare(ids, sims, E: torch.Tensor, token, k: int, what: str) -> None
         _compare(ids, sims, ref.cosine_neighbours(E, index, k), E, E[index], [index], what)
     except Mistake as mistake:
         if isinstance(token, torch.Tensor):
-            raise Mistake(f"{mistake}{ROW_INDEX}") from None
+            raise Mistake(f"{mistake}{ROW_INDEX}", mistake.kind) from None
         raise
 
 

@@ -21,7 +21,7 @@ from xml.etree import ElementTree
 from lumen.stages import stage
 
 from ..boundary.clean import encodable
-from ..mistakes import CRASHED, IMPORT_FAILED, MISTAKE, NOT_RUN, TIMED_OUT, kind
+from ..mistakes import CRASHED, IMPORT_FAILED, MISTAKE, NOT_RUN, TIMED_OUT
 from ..options import DEFAULT_VISIBILITY
 from ..results import Grade, StageGrade, TestResult
 from .escape import terminal as shown
@@ -53,8 +53,8 @@ def failures(s: StageGrade) -> list[TestResult]:
     """Every failing check of stage ``s``, the most specific diagnosis first (``SPECIFIC``),
     then in the suite's order."""
     failed = [r for r, _, _ in s.tests if not r.passed]
-    return sorted(failed, key=lambda r: SPECIFIC.index(kind(r.message))
-                  if kind(r.message) in SPECIFIC else len(SPECIFIC))
+    return sorted(failed, key=lambda r: SPECIFIC.index(r.kind)
+                  if r.kind in SPECIFIC else len(SPECIFIC))
 
 
 def submission_name(g: Grade) -> str:
@@ -106,7 +106,7 @@ def visible_summary(g: Grade, visibility: str) -> str:
         return terminal(g)
     lines = [f"lumen autograder: {submission_name(g)}", ""]
     for s in g.stages:
-        status = " not implemented yet" if s.not_implemented and s.score < s.max_score else ""
+        status = " not implemented yet" if s.unwritten else ""
         lines.append(f"  {s.name:<11}{s.score:>6.1f} / {s.max_score:<5g}{status}".rstrip())
     lines += [f"  {'total':<11}{g.score:>6.1f} / {g.max_score:g}", "",
               f"The checks behind these scores (what each one checks, what went wrong and what "
@@ -125,40 +125,83 @@ def gradescope(g: Grade, visibility: str = DEFAULT_VISIBILITY) -> dict:
     for i, s in enumerate(g.stages, start=1):
         for j, (r, score, max_score) in enumerate(s.tests, start=1):
             entry = {
-                "name": f"{s.name}: {r.title}",
+                "name": check_name(s, r),
                 "number": f"{i}.{j}",
                 "score": score,
                 "max_score": max_score,
                 "status": "passed" if r.passed else "failed",
-                "output": r.message if not r.passed else "",
+                "output": check_output(r),
                 "tags": [s.name],
                 "visibility": visibility,
             }
-            if r.output:
-                entry["output"] += f"\n\nYour code printed:\n{r.output}"
             tests.append(entry)
     return {
-        "score": round(g.score, 4),
-        "execution_time": round(g.seconds, 2),
+        "score": total(g),
+        "execution_time": seconds(g),
         # Shown to learners at once, whatever the tests' visibility: so it says no more than
         # the tests do. The whole report goes to stdout, which only instructors see.
         "output": visible_summary(g, visibility),
         "visibility": "visible",
         "stdout_visibility": "hidden",
         "tests": tests,
-        "extra_data": {
-            "stages": {s.name: {"score": s.score, "max_score": s.max_score,
-                                "not_implemented": s.not_implemented and s.score < s.max_score}
-                       for s in g.stages},
-            "seed": g.seed,
-            "devices": g.devices,
-            "sandbox": g.sandbox,
-            "operator_notes": g.operator_notes,  # instructors only, as all of extra_data
-            "mistakes": [{"id": r.mistake_id, "kind": kind(r.message), "stage": s.name,
-                          "test": r.name, "title": r.title, "message": r.message}
-                         for s in g.stages for r, _, _ in s.tests
-                         if not r.passed and not r.not_implemented],
-        },
+        "extra_data": extra_data(g),
+    }
+
+
+def check_name(s: StageGrade, r: TestResult) -> str:
+    """A hidden check's name where a platform lists the checks: its stage and its title."""
+    return f"{s.name}: {r.title}"
+
+
+def total(g: Grade) -> float:
+    """The grade's total as every view and class file shows it (4 decimals: the rubric's
+    fractions of a point add up without float noise)."""
+    return round(g.score, 4)
+
+
+def seconds(g: Grade) -> float:
+    """How long the grade took, as every view and class file shows it."""
+    return round(g.seconds, 2)
+
+
+def check_output(r: TestResult) -> str:
+    """What a hidden check's entry says: its message when it failed, and what the learner's
+    code printed (kept only for a failing check)."""
+    return (r.message if not r.passed else "") + (
+        f"\n\nYour code printed:\n{r.output}" if r.output else "")
+
+
+def mistakes(g: Grade) -> list[dict]:
+    """The diagnosed mistakes of ``g`` (every failing check but a stub's), with their ids and
+    kinds (``autograder/mistakes.py``)."""
+    return [{"id": r.mistake_id, "kind": r.kind, "stage": s.name, "test": r.name,
+             "title": r.title, "message": r.message}
+            for s in g.stages for r, _, _ in s.tests if not r.passed and not r.not_implemented]
+
+
+def learner(g: Grade) -> str:
+    """The learner's id: the submission's name, less .zip (grade-batch's learner folder)."""
+    name = PurePath(g.submission).name or g.submission
+    return name[: -len(".zip")] if name.lower().endswith(".zip") else name
+
+
+def extra_data(g: Grade) -> dict:
+    """results.json's extra_data, which only instructors see, built here once for every
+    front end: each graded stage's totals, how the grade was made (seed, devices, sandbox,
+    the operator's notes), the diagnosed mistakes, the learner, the notes on their files and
+    the stages graded."""
+    return {
+        "stages": {s.name: {"score": s.score, "max_score": s.max_score,
+                            "not_implemented": s.unwritten}
+                   for s in g.stages},
+        "seed": g.seed,
+        "devices": g.devices,
+        "sandbox": g.sandbox,
+        "operator_notes": g.operator_notes,  # instructors only, as all of extra_data
+        "mistakes": mistakes(g),
+        "learner": learner(g),
+        "notes": g.notes,
+        "graded_stages": [s.name for s in g.stages],
     }
 
 
