@@ -1,12 +1,12 @@
-"""The six stages' hidden suites side by side: one fork of the grader per stage.
+"""The six stages' hidden suites side by side, in forks of the grader.
 
 The stages are independent: each has its own stage process (its own learner process and
 user), its own seeds (``Submission.test_seed``: from the test's name, never from the order
 the tests run in), and its own verdicts. Run one after another, the grader spent half of a
-grade waiting for probe replies while the second core idled. So each stage's suite runs in a
-fork of the grader, taken after torch, pytest and the suites are imported (cheap, and nothing
-imported twice): the fork opens its stage's process, runs that suite with pytest, and sends
-its verdicts back here over a pipe, as JSON, once.
+grade waiting for probe replies while the second core idled. So the suites are dealt out to
+forks of the grader (``FORKS``), taken after torch, pytest and the suites are imported (cheap,
+and nothing imported twice): each fork opens its stages' processes, runs their suites with
+pytest, and sends its verdicts back here over a pipe, as JSON, once.
 
 What crosses the pipe comes from the grader's own code in the fork (learner code runs only in
 the stage processes, behind ``worker_client``), so it is trusted as the serial run's verdicts
@@ -37,11 +37,13 @@ from .results import GraderError, TestResult
 GRACE_SECONDS = 30.0
 
 
-#: How many forks grade a submission's suites: the suites are dealt out in turn (with six,
-#: the pairs embedding+onehot, init+params, neighbours+tying, about equal in time). Three
-#: overlap each fork's waits on its probes with the others' work on two cores, while each
-#: fork's fixed cost (its pytest session, the pages it copies) is paid three times, not six.
-FORKS = 3
+#: How many forks grade a submission's suites: the suites are dealt out in turn (with six:
+#: embedding, neighbours, params in one; init, onehot, tying in the other). Two, one per core
+#: here: each fork's waits on its probes overlap the other's work, and each fork's fixed cost
+#: (its pytest session, the pages it copies: ~0.05 s of CPU) is paid twice, not six times.
+#: Measured side by side (``make benchmark``, warm grades of lumen on a loaded 2-core
+#: machine): 2 forks took 0.81x the serial wall time, 3 forks 0.86x.
+FORKS = 2
 
 
 def deal(suites: list, forks: int = FORKS) -> list[list]:
