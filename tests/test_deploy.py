@@ -72,9 +72,9 @@ def _dispatch(argv: list[str], monkeypatch, tmp_path: Path) -> tuple[str, tuple,
 def _shards_asked(calls: list[list[str]], monkeypatch, tmp_path) -> list[tuple[int, int]]:
     asked = []
     for argv in calls:
-        command, _, options = _dispatch(argv, monkeypatch, tmp_path)
+        command, positional, _ = _dispatch(argv, monkeypatch, tmp_path)
         assert command == "grade-batch"
-        asked.append(options["shard"])
+        asked.append(positional[3].shard)  # run(submissions, out, options, batch)
     return asked
 
 

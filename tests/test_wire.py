@@ -752,3 +752,13 @@ def test_a_state_dict_of_markers_is_the_learners(grader, tmp_path, state):
     tying = next(s for s in result.stages if s.name == "tying")
     assert not any(r.grader_error for s in result.stages for r, _, _ in s.tests)
     assert tying.score < tying.max_score
+
+
+@pytest.mark.parametrize("shape", [[], [5], [3, 4, 5]])
+def test_a_transposed_head_of_any_reported_shape_is_a_verdict(shape):
+    """Found by the strange-replies sweep (seed 2): a process reporting ``transposed`` with a
+    head_shape that is not two numbers (its schema allows any list) got an internal error."""
+    from autograder.suites import test_tying
+
+    mistake = test_tying._transposed_mistake("the tie", {"head_shape": shape, "transposed": True})
+    assert f"shape {tuple(shape)}" in str(mistake) and "transposed table" in str(mistake)

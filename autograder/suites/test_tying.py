@@ -105,9 +105,9 @@ def _transposed(facts: dict) -> bool:
 
 
 def _transposed_mistake(what: str, facts: dict) -> Mistake:
-    rows, columns = facts["head_shape"]
+    shape = tuple(facts["head_shape"])  # as reported: any length (the schema says a list)
     return Mistake(
-        f"{what}: lm_head.weight holds the transposed table (shape {(rows, columns)}): your "
+        f"{what}: lm_head.weight holds the transposed table (shape {shape}): your "
         "head holds the transposed table. nn.Linear stores its weight as (out, in) = (V, d), "
         f"the same layout as wte.weight, so the logits h @ E.T need no transpose: {TIE}"
     )
