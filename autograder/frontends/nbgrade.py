@@ -643,7 +643,7 @@ def repair(nb: nbformat.NotebookNode | None, release: nbformat.NotebookNode) -> 
     return nb, notes
 
 
-def collect(learner: Path, target: Path, release: nbformat.NotebookNode) -> list[str]:
+def into_submitted(learner: Path, target: Path, release: nbformat.NotebookNode) -> list[str]:
     """Copy one learner's submission into nbgrader's submitted/ tree; the notes about it."""
 
     nb, notes = _read_notebook(learner)
@@ -710,7 +710,7 @@ def run(submissions: Path, course: Path, options: Options | None = None, jobs: i
                                   f"{submissions.resolve()}; rebuilt on every run\n")
     for learner in learners:
         target = submitted / learner / ASSIGNMENT
-        notes[learner] = collect(folders[learner], target, release)
+        notes[learner] = into_submitted(folders[learner], target, release)
         late = carry_timestamp(folders[learner], target)
         notes[learner] += [late] if late else []
 
