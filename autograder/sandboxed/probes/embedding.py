@@ -8,7 +8,18 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .shared import SGD, _arranged, _attempt, _call, _load, _on, _own_dict, _watched, on_meta
+from .shared import (
+    SGD,
+    _arranged,
+    _attempt,
+    _call,
+    _load,
+    _on,
+    _own_dict,
+    _pinned_and_shipped,
+    _watched,
+    on_meta,
+)
 
 
 def _params(module: nn.Module) -> list[list]:
@@ -122,12 +133,7 @@ def embedding_lookup_as_shipped(m, vocab_size, d_model, weight, ids, grad):
         registered = (_own_dict(layer).get("_parameters") or {}).get("weight")
         return {"rows": rows.detach(), "grad": None if registered is None else registered.grad}
 
-    start = torch.get_rng_state()
-    out = {"pinned": _attempt(run)}
-    with m["shipped"]():
-        torch.set_rng_state(start)
-        out["shipped"] = _attempt(run)
-    return out
+    return _pinned_and_shipped(m, run)
 
 
 #: This stage's probes, by the names its suite calls (the registry: probes/__init__.py).

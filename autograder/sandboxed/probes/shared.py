@@ -48,6 +48,17 @@ class SGD:
                 p.add_(p.grad + self.weight_decay * p, alpha=-self.lr)
 
 
+def _pinned_and_shipped(m, run: Callable[[], object]) -> dict:
+    """``run`` twice from the same random state: with the given code pinned, then as the
+    learner shipped it (``m["shipped"]``), so that where the two differ, only the code does."""
+    start = torch.get_rng_state()
+    out = {"pinned": _attempt(run)}
+    with m["shipped"]():
+        torch.set_rng_state(start)
+        out["shipped"] = _attempt(run)
+    return out
+
+
 def _on(t: torch.Tensor, device: str) -> torch.Tensor:
     """``t`` on ``device``; on the meta device only its shape and dtype survive."""
     if device == "meta":

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .shared import SGD, _attempt, _build, _load
+from .shared import SGD, _attempt, _build, _load, _pinned_and_shipped
 
 
 def _tie_facts(model: nn.Module) -> dict:
@@ -134,12 +134,7 @@ def gpt2_tie_as_shipped(m, config, state, ids, delta):
     def run() -> object:  # on copies: a run that changes its inputs leaves the next its own
         return _perturbed_logits(m, config, _copies(state), ids.clone(), delta.clone())
 
-    start = torch.get_rng_state()
-    out = {"pinned": _attempt(run)}
-    with m["shipped"]():
-        torch.set_rng_state(start)
-        out["shipped"] = _attempt(run)
-    return out
+    return _pinned_and_shipped(m, run)
 
 
 def _copies(state: dict) -> dict:
