@@ -27,8 +27,7 @@ def _written(stage: stages.Stage) -> str:
     for owned in stage.owns:
         qualname = owned.split(":")[1]
         cls, _, method = qualname.rpartition(".")
-        seen_classes.discard("")  # functions of the module: always by their own name
-        names.append(f"`{method}`" if cls in seen_classes else f"`{qualname}`")
+        names.append(f"`{method}`" if cls and cls in seen_classes else f"`{qualname}`")
         seen_classes.add(cls)
     return ", ".join(names)
 
