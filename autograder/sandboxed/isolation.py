@@ -1,8 +1,8 @@
 """One stage process, cut off from every other: its own namespaces, its own /tmp, its own user.
 
-The zygote forks a child per stage; the child calls ``enter_namespaces`` and forks again, so
-that the grandchild is process 1 of a new PID namespace (and has its own mount, network, IPC
-and UTS namespaces). That grandchild runs the learner's code. What this buys, each point
+The zygote forks a child per stage, as process 1 of a new PID namespace (``pid_namespace``);
+the child enters mount, network, IPC and UTS namespaces of its own (``enter_namespaces``) and
+runs the learner's code. What this buys, each point
 relied on by the grader and attacked in tests/test_grader_attacks.py:
 
 - nothing to talk through: a private tmpfs on /tmp and /dev/shm (the only writable places),
@@ -31,12 +31,14 @@ makes sure that the one user then has no writable place its siblings also see.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
 import resource
 import signal
 import sys
+from collections.abc import Iterator
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
@@ -71,14 +73,42 @@ def _check(result: int, what: str) -> None:
         raise IsolationError(errno, f"{what}: {os.strerror(errno)}")
 
 
-def enter_namespaces() -> bool:
-    """New PID, mount, network, IPC and UTS namespaces for this process's next child.
+_OWN_PID_NAMESPACE: list[int] = []  # the zygote's own PID namespace, open (``pid_namespace``)
 
-    False (and nothing changed) where that is not allowed: not root, or no CAP_SYS_ADMIN;
-    an IsolationError instead where a private root is required (``confine_to``).
+
+@contextlib.contextmanager
+def pid_namespace() -> Iterator[bool]:
+    """In the zygote, around the fork of a stage process: that child is made process 1 of a
+    new PID namespace (``unshare(CLONE_NEWPID)`` moves the caller's next child, never the
+    caller), and the zygote's later children are put back in its own namespace afterwards.
+    Yields whether it worked: False (and nothing changed) where that is not allowed (not root,
+    or no CAP_SYS_ADMIN); an IsolationError instead where a private root is required
+    (``confine_to``), and where the way back fails (a zygote whose children can no longer be
+    made ends, and the grader starts a fresh one).
+
+    One fork per stage process, not two (the child used to unshare and fork its learner's
+    process): a fork of the zygote, and its end, copy and free ~180 MB of page tables' worth.
     """
-    flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
-    if _libc.unshare(flags) == 0:
+    if not _OWN_PID_NAMESPACE:
+        _OWN_PID_NAMESPACE.append(os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC))
+    if _libc.unshare(CLONE_NEWPID) != 0:
+        if _ROOT is not None:  # a private root was asked for: never the machine's files instead
+            _check(-1, "unshare")
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        _check(_libc.setns(_OWN_PID_NAMESPACE[0], CLONE_NEWPID), "setns back to the zygote's")
+
+
+def enter_namespaces(in_own_pid_namespace: bool) -> bool:
+    """In a stage process (process 1 of its own PID namespace, ``pid_namespace``): new mount,
+    network, IPC and UTS namespaces of its own. False (nothing changed: the process runs
+    without them) where that is not allowed; an IsolationError where a private root is
+    required."""
+    flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
+    if in_own_pid_namespace and _libc.unshare(flags) == 0:
         return True
     if _ROOT is not None:  # a private root was asked for: never the machine's files instead
         _check(-1, "unshare")
@@ -100,24 +130,22 @@ def confine_to(allowlist: str | None) -> None:
 
 def _can_isolate() -> bool:
     """Whether a stage process can isolate itself here: tried whole in a fork, as a stage
-    process does it (namespaces, then, as process 1 of the new PID namespace, its private
-    filesystem), so that a failure stops the worker's start, never a learner's stage."""
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            if enter_namespaces():
-                inner = os.fork()
-                if inner == 0:
-                    try:
+    process does it (``pid_namespace``, ``enter_namespaces``, then its private filesystem), so
+    that a failure stops the worker's start, never a learner's stage."""
+    try:
+        with pid_namespace() as own:
+            pid = os.fork()
+            if pid == 0:
+                code = 1
+                try:
+                    if enter_namespaces(own):
                         private_filesystem()
-                        os._exit(0)
-                    except BaseException:  # noqa: BLE001 - whatever failed, the answer is no
-                        os._exit(1)
-                code = 0 if os.waitpid(inner, 0)[1] == 0 else 1
-        except BaseException:  # noqa: BLE001
-            code = 1
-        os._exit(code)
+                        code = 0
+                except BaseException:  # noqa: BLE001 - whatever failed, the answer is no
+                    code = 1
+                os._exit(code)
+    except IsolationError:
+        return False
     return os.waitpid(pid, 0)[1] == 0
 
 

@@ -60,30 +60,19 @@ def _read_new(fd: int, offset: int) -> tuple[str, int]:
 
 def _fallback_folder(scratch: str) -> str:
     """Without namespaces (the plain launcher): a folder of the zygote's scratch space."""
-    folder = os.path.join(scratch, f"submission-{os.getpid()}")
+    folder = os.path.join(scratch, f"submission-{isolation.outer_pid()}")
     os.makedirs(folder, mode=0o755)
     return folder
 
 
-def serve(conn: socket.socket, scratch: str) -> None:
-    """One stage child. With namespaces, it forks the process that runs the learner's code as
-    process 1 of a new PID namespace and waits for it: when that process ends, the kernel has
-    ended everything it started, and only then does this child exit (the zygote's ``reap``
-    waits for exactly that)."""
+def serve(conn: socket.socket, scratch: str, own_pid_namespace: bool) -> None:
+    """One stage process: forked by the zygote as process 1 of a PID namespace of its own
+    (``own_pid_namespace``, ``isolation.pid_namespace``), where it can have one. When it ends,
+    the kernel ends everything it started before the zygote's ``waitpid`` sees it go, so the
+    zygote's ``reap`` waits for exactly that."""
     os.setpgid(0, 0)
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)  # the zygote's control pipe is not the learner's
-    isolated = isolation.enter_namespaces()
-    if isolated:
-        pid = os.fork()
-        if pid:
-            conn.close()
-            while True:
-                try:
-                    os.waitpid(pid, 0)
-                    return
-                except InterruptedError:
-                    continue
-    stage_process(conn, scratch, isolated)
+    stage_process(conn, scratch, isolation.enter_namespaces(own_pid_namespace))
 
 
 def stage_process(conn: socket.socket, scratch: str, isolated: bool) -> None:
@@ -97,7 +86,7 @@ def stage_process(conn: socket.socket, scratch: str, isolated: bool) -> None:
     """
     send, recv, run_probe, error_data = protocol.send, protocol.recv, probes.run, loader.error_data
     ProbeError, ProtocolError = probes.ProbeError, protocol.ProtocolError  # noqa: N806
-    me = isolation.outer_pid() if isolated else os.getpid()
+    me = isolation.outer_pid()  # as the zygote knows it (process 1 in its own namespace)
     if isolated:
         isolation.private_filesystem()
         folder, output_dir = isolation.SUBMISSION, isolation.GRADER_DIR
@@ -218,21 +207,19 @@ class Zygote:
     def reap(self, seconds: float = 10.0) -> bool:
         """End every stage process and wait until each is gone.
 
-        With namespaces a child is only a parent waiting for its stage process (process 1 of
-        the PID namespace): that one is killed, the kernel kills the rest of its namespace,
-        and the child exits once the namespace is empty. A child with no process below it
-        (the plain fallback, or one whose stage process has ended) is killed itself. So an
-        empty ``children`` means nothing of the learner is left.
+        With namespaces a child is process 1 of its own PID namespace: once it is killed, the
+        kernel kills the rest of its namespace, and the zygote's ``waitpid`` sees it only once
+        the namespace is empty. Without them (the plain fallback) what a child started is
+        killed with it. So an empty ``children`` means nothing
+        of the learner is left.
         """
         deadline = time.monotonic() + seconds
         while self.children and time.monotonic() < deadline:
-            parents = _parents()
-            below = {ppid for pid, ppid in parents.items() if ppid in self.children}
-            for pid, ppid in parents.items():
-                if ppid in self.children:
-                    _kill(pid)
-            for pid in self.children - below:
+            for pid in self.children:
                 _kill(pid)
+            for pid, ppid in _parents().items():  # the plain fallback's (with namespaces,
+                if ppid in self.children:  # the kernel ends them anyway)
+                    _kill(pid)
             self.collect()
             if self.children:
                 time.sleep(0.002)
@@ -284,16 +271,17 @@ def zygote(socket_path: str, scratch: str) -> None:
                     return state.stop()
         if listener in readable:
             conn, _ = listener.accept()
-            pid = os.fork()
-            if pid == 0:
-                listener.close()
-                code = 0
-                try:
-                    serve(conn, scratch)
-                except BaseException:  # noqa: BLE001 - the grader sees the closed connection
-                    traceback.print_exc()  # into the captured output, or the zygote's stderr
-                    code = 1
-                os._exit(code)
+            with isolation.pid_namespace() as own:
+                pid = os.fork()
+                if pid == 0:  # never leaves this block: it ends in os._exit
+                    listener.close()
+                    code = 0
+                    try:
+                        serve(conn, scratch, own)
+                    except BaseException:  # noqa: BLE001 - the grader sees the closed connection
+                        traceback.print_exc()  # into the captured output, or the zygote's stderr
+                        code = 1
+                    os._exit(code)
             conn.close()
             state.children.add(pid)
 
