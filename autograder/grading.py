@@ -128,13 +128,12 @@ def import_suites() -> None:
     phases.first("grader: pytest and the suites' plugin imported")
 
 
-def given_sources() -> None:
+def given_sources() -> dict[str, str]:
     """The stubs every stage process is sent (``boundary/request.given_source``, cached), made
     now: a cold grade makes them while the worker imports torch, and the forks that grade the
     suites (``forks``) inherit them instead of each making its own."""
 
-    for module in MODULES:
-        given_source(module)
+    return {module: given_source(module) for module in MODULES}
 
 
 def suite_files(stages: list[str] | None = None) -> list[tuple[str, Path]]:
@@ -219,7 +218,7 @@ class Grader:
             stages = list(self.options.stages)
         devices = self.devices  # the grader's imports, while the worker does its own
         import_suites()
-        given_sources()  # made here once, before any fork needs them
+        self.worker.offer_stubs(given_sources())  # made here once, before any fork needs them
         self._ready()
         prepared = prepare(Path(path))  # 1. take in the submission: its files, as data
         phases.mark("submission: read")

@@ -10,6 +10,7 @@ the learner's process sends can raise here: whatever it sends is the learner's.
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import shutil
@@ -93,6 +94,7 @@ class Worker:
         self.launcher = launcher
         self.proc: subprocess.Popen | None = None
         self.restarts = 0
+        self._given: bytes | None = None  # the ``given`` command, once ``offer_stubs`` made it
         self._start()
 
     def _start(self) -> None:
@@ -113,6 +115,8 @@ class Worker:
             start_new_session=True, env=self.launcher.environment(), cwd=self.tmp / "scratch",
         )
         phases.mark("worker: spawned")
+        if self._given is not None:  # a restart: the new zygote compiles them too
+            self._command(self._given)
         self._owner = os.getpid()  # the grader; its forks (``forks.py``) only use the worker
         self._ready = False
         self.failed: str | None = None  # why the start failed, once it has
@@ -156,12 +160,25 @@ class Worker:
         self.restarts += 1
         self._start()
 
-    def kill_child(self, pid: int) -> None:
+    def _command(self, line: bytes) -> None:
+        """Send the zygote one command line; a zygote that is gone is seen by the caller."""
         try:
-            self.proc.stdin.write(f"kill {pid}\n".encode())
+            self.proc.stdin.write(line)
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError, ValueError):
             pass
+
+    def kill_child(self, pid: int) -> None:
+        self._command(f"kill {pid}\n".encode())
+
+    def offer_stubs(self, given: dict[str, str]) -> None:
+        """The stubs every stage process is sent (``request.given``), sent to the zygote once,
+        before the first stage process, so it compiles them once for all of them. Only speed
+        depends on it: a stage process compiles the stubs its request holds where the zygote
+        has not (a request's text is what runs, whatever the zygote was sent)."""
+        if self._given is None:
+            self._given = b"given " + json.dumps(given).encode() + b"\n"
+            self._command(self._given)
 
     def connect(self) -> socket.socket:
         # Only the grader that started the worker can see whether it is alive (a fork's

@@ -304,9 +304,11 @@ def _pin_class(learner: type, stub: type, owned: set[str], qualname: str, pins: 
         unshadow(type(learner), type(stub).__mro__, set(), pins)
 
 
-def top_level(source: str) -> list[str]:
+@functools.lru_cache(maxsize=8)
+def top_level(source: str) -> tuple[str, ...]:
     """The names a stub's source binds at module level: functions, classes and constants (not
-    its imports, which the learner's own code may use as it likes)."""
+    its imports, which the learner's own code may use as it likes). Kept per source: the
+    zygote reads the stubs' once (``loader.precompile``) for every stage process."""
     names = []
     for node in ast.parse(source).body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
@@ -314,7 +316,7 @@ def top_level(source: str) -> list[str]:
         elif isinstance(node, ast.Assign | ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             names += [t.id for t in targets if isinstance(t, ast.Name)]
-    return names
+    return tuple(names)
 
 
 def pin(target: types.ModuleType, stub: types.ModuleType, source: str, owned: list[str],

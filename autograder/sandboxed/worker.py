@@ -14,6 +14,7 @@ for a fresh one.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import select
 import shutil
@@ -96,6 +97,9 @@ def stage_process(conn: socket.socket, scratch: str, isolated: bool) -> None:
     request = recv(conn)
     limits = request.get("limits", {})
     torch.set_num_threads(1)
+    # torch.manual_seed also queues the seeding of CUDA, with a formatted stack (~0.5 ms a
+    # probe, and a queue that grows with each), for a CUDA start that a CPU stage never makes
+    seed_torch = torch.manual_seed if limits.get("cuda") else torch.default_generator.manual_seed
     names = loader.file_names(request)  # the request's modules: lumen.stages says which
     isolation.write_files(folder, {name: text for name, text in request.get("files", {}).items()
                                    if name in names})
@@ -106,6 +110,7 @@ def stage_process(conn: socket.socket, scratch: str, isolated: bool) -> None:
     os.chdir("/tmp" if isolated else folder)
     isolation.drop_privileges(limits.get("uid"))
     _hide_the_grader()
+    sys.dont_write_bytecode = True  # no .pyc of the learner's files is written (or tried)
     modules, errors = loader.load(folder, request)
     repin = modules["shipped"].reapply
     learner_files = tuple(os.path.abspath(os.path.join(folder, name)) for name in names)
@@ -119,7 +124,7 @@ def stage_process(conn: socket.socket, scratch: str, isolated: bool) -> None:
             return
         name, args, seed = message["probe"], message.get("args", {}), message.get("seed", 0)
         repin()  # what an earlier probe's learner code changed of given code is undone
-        torch.manual_seed(seed)
+        seed_torch(seed)
         started = time.perf_counter()
         try:
             reply = {"value": run_probe(name, modules, args)}
@@ -152,31 +157,33 @@ def _from_here(module: object) -> bool:
     return isinstance(file, str) and os.path.abspath(file).startswith(HERE + os.sep)
 
 
-#: The zygote's modules when it became ready (``_note_the_grader``): all of their names, and
-#: those loaded from this folder. A stage process checks only the modules loaded since:
-#: looking at each of ~1,600 modules (torch's) cost ~12 ms of CPU, and a copy of every page
-#: they sit on, six times a learner.
-_ZYGOTE_MODULES: frozenset[str] = frozenset()
-_ZYGOTE_GRADER: frozenset[str] = frozenset()
+#: The zygote's modules when it became ready (``_note_the_grader``): how many there were, and
+#: the names of those loaded from this folder. Looking at each of ~1,600 modules (torch's) in
+#: a stage process cost ~10 ms of CPU, most of it copying the pages they sit on.
+_ZYGOTE_MODULES = 0
+_ZYGOTE_GRADER: tuple[str, ...] = ()
 
 
 def _note_the_grader() -> None:
     """In the zygote, before any fork: which of its modules are the grader's."""
     global _ZYGOTE_MODULES, _ZYGOTE_GRADER
-    _ZYGOTE_MODULES = frozenset(sys.modules)
-    _ZYGOTE_GRADER = frozenset(n for n, m in sys.modules.items() if _from_here(m))
+    _ZYGOTE_MODULES = len(sys.modules)
+    _ZYGOTE_GRADER = tuple(n for n, m in sys.modules.items() if _from_here(m))
 
 
 def _hide_the_grader() -> None:
     """Take the grader's modules out of reach by name: ``import probes``, ``sys.modules``
     and ``import __main__`` (this file) no longer lead to them. Every module loaded from this
-    folder goes (the probes package's own modules too), not a list that could miss one: those
-    the zygote had (``_note_the_grader``; only the grader's own code has run since the fork,
-    and it replaces no module) and any loaded since, each looked at here."""
-    for name in list(sys.modules):
-        if name in _ZYGOTE_GRADER or (name not in _ZYGOTE_MODULES
-                                      and _from_here(sys.modules[name])):
-            del sys.modules[name]
+    folder goes (the probes package's own modules too), not a list that could miss one: the
+    zygote's (``_note_the_grader``) by name; and if any module was loaded since (only the
+    grader's code has run since the fork, which removes none), every module is looked at."""
+    if len(sys.modules) == _ZYGOTE_MODULES:
+        for name in _ZYGOTE_GRADER:
+            sys.modules.pop(name, None)
+    else:
+        for name, module in list(sys.modules.items()):
+            if _from_here(module):
+                del sys.modules[name]
     sys.modules["__main__"] = types.ModuleType("__main__")
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != HERE]
 
@@ -291,10 +298,14 @@ def zygote(socket_path: str, scratch: str) -> None:
             pending += data
             *lines, pending = pending.split(b"\n")
             for raw in lines:
-                if not state.command(raw.decode(errors="replace").split()):
+                if raw.startswith(b"given "):  # the stubs, for the forks to come
+                    _precompile(raw[len(b"given "):])
+                elif not state.command(raw.decode(errors="replace").split()):
                     return state.stop()
         if listener in readable:
             conn, _ = listener.accept()
+            if len(sys.modules) != _ZYGOTE_MODULES:  # imported since: noted again
+                _note_the_grader()
             with isolation.pid_namespace() as own:
                 pid = os.fork()
                 if pid == 0:  # never leaves this block: it ends in os._exit
@@ -308,6 +319,18 @@ def zygote(socket_path: str, scratch: str) -> None:
                     os._exit(code)
             conn.close()
             state.children.add(pid)
+
+
+def _precompile(data: bytes) -> None:
+    """The grader's ``given`` command: its stubs as JSON (module -> text), compiled here once
+    for every stage process to come (``loader.precompile``). One that cannot be read is
+    ignored: each stage process then compiles the stubs of its own request, as it can anyway."""
+    try:
+        given = json.loads(data)
+        if isinstance(given, dict):
+            loader.precompile(given)
+    except (ValueError, SyntaxError, RecursionError, MemoryError):
+        pass
 
 
 def _kill(pid: int) -> None:

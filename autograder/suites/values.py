@@ -33,7 +33,7 @@ def fresh_lumen(config: dict, seed: int) -> ref.GPT2:
     """lumen's GPT2 of ``config`` as initialised from ``seed``, without disturbing the grader's
     own random state."""
     with torch.random.fork_rng(devices=[]):  # the CPU generator only: never start CUDA here
-        torch.manual_seed(seed)
+        torch.default_generator.manual_seed(seed)  # (torch.manual_seed would queue CUDA's)
         return ref.GPT2(ref.GPT2Config(**config)).eval()
 
 
