@@ -128,6 +128,13 @@ def import_suites() -> None:
     phases.first("grader: pytest and the suites' plugin imported")
 
 
+def read_rules(files: dict[str, str], stages: list[str] | None) -> None:
+    """The rules' reading of the learner's source (``suites/bans.prefetch``), done now."""
+    from .suites import bans  # imported by import_suites already: never before the worker starts
+
+    bans.prefetch(files, stages)
+
+
 def given_sources() -> dict[str, str]:
     """The stubs every stage process is sent (``boundary/request.given_source``, cached), made
     now: a cold grade makes them while the worker imports torch, and the forks that grade the
@@ -219,9 +226,10 @@ class Grader:
         devices = self.devices  # the grader's imports, while the worker does its own
         import_suites()
         self.worker.offer_stubs(given_sources())  # made here once, before any fork needs them
-        self._ready()
         prepared = prepare(Path(path))  # 1. take in the submission: its files, as data
         phases.mark("submission: read")
+        read_rules(prepared.files, stages)  # its source read while the worker starts
+        self._ready()
 
         submission = Submission(  # 2. open the stage processes
             worker=self.worker, devices=devices, files=prepared.files,
