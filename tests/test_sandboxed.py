@@ -12,7 +12,11 @@
 from __future__ import annotations
 
 import ast
+import json
+import os
+import subprocess
 import sys
+import textwrap
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -191,3 +195,57 @@ def test_a_request_naming_other_modules_changes_what_loads(grader, tmp_path):
     printed, errors = _loaded(grader, tmp_path, ["embeddings", "notes"])
     assert printed.split() == ["loaded", "embeddings.py", "loaded", "notes.py"], printed
     assert errors == {}
+
+
+# --- what the zygote does once for every stage process ----------------------------------------
+
+
+def _in_the_folder(code: str) -> list[str]:
+    """``code`` run by a fresh Python with this folder first on its path, as the worker runs
+    (its modules imported by file name); the lines it printed."""
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=SANDBOXED,
+                          env={**os.environ, "PYTHONPATH": str(SANDBOXED)},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def test_a_stub_the_zygote_compiled_runs_only_where_the_request_holds_its_text():
+    """The zygote's compiled stubs are kept under their text: a request whose given code
+    differs (another grader's stubs, a bug) runs its own text, never the zygote's."""
+    assert _in_the_folder('''
+        import loader
+        loader.precompile({"params": "X = 'compiled'\\n"})
+        loader._COMPILED["params", "X = 'compiled'\\n"] = compile("X = 'kept'", "<k>", "exec")
+        print(loader._stub("params", {"given": {"params": "X = 'compiled'\\n"}}).X)
+        print(loader._stub("params", {"given": {"params": "X = 'sent'\\n"}}).X)
+        print(loader._stub("gpt2", {"given": {"gpt2": "X = 'never offered'\\n"}}).X)
+    ''') == ["kept", "sent", "never offered"]
+
+
+@pytest.mark.parametrize("since", [False, True], ids=["as the zygote had them", "one loaded since"])
+def test_every_module_of_the_folder_is_hidden_from_learner_code(since):
+    """``_hide_the_grader`` drops the zygote's grader modules by name, and looks at every
+    module when one was loaded after the zygote noted them (here: ``scaffolds`` again)."""
+    assert _in_the_folder(f'''
+        import sys
+        import worker
+        if {since}:
+            del sys.modules["scaffolds"]
+        worker._note_the_grader()
+        if {since}:
+            import scaffolds
+        assert "scaffolds" in sys.modules and "probes" in sys.modules
+        worker._hide_the_grader()
+        print(sorted(n for n, m in sys.modules.items() if worker._from_here(m)))
+    ''') == ["[]"]
+
+
+def test_stubs_offered_to_the_zygote_change_no_grade(grader):
+    """What the zygote was sent (``Worker.offer_stubs``) only saves time: stubs it was sent
+    that differ from the requests', or a line it cannot read, leave lumen at full marks."""
+    grader.worker._command(b"given [not json\n")
+    grader.worker._command(b"given " + json.dumps({m: "raise SystemExit('not the stub')\n"
+                                                   for m in MODULES}).encode() + b"\n")
+    grade = grader.grade(ROOT / "lumen", seed=3)
+    assert grade.score == 100, [r.message for r in grade.results if not r.passed]
