@@ -63,11 +63,22 @@ def test_side_by_side_grades_exactly_as_serial(grader, tmp_path, submission, see
     grader.forks = forks.FORKS
 
 
-def test_the_suites_are_dealt_out_in_turn():
-    suites = list("abcdef")
-    assert forks.deal(suites, 3) == [["a", "d"], ["b", "e"], ["c", "f"]]
-    assert forks.deal(suites, 1) == [suites]
-    assert forks.deal(["a"], 3) == [["a"]]
+def test_the_suites_are_dealt_out_to_end_together():
+    """Longest first, each to the fork with the fewest seconds so far (``forks.SECONDS``):
+    every suite dealt once, no fork empty, and no fork more than one suite past the other."""
+    suites = [(stage, f"test_{stage}.py") for stage in STAGE_NAMES]
+    for count in (1, 2, 3, 6, 7):
+        groups = forks.deal(suites, count)
+        assert sorted(s for g in groups for s in g) == sorted(suites)
+        assert len(groups) == min(count, len(suites)) and all(groups)
+        seconds = [sum(forks.SECONDS[stage] for stage, _ in g) for g in groups]
+        longest = max(forks.SECONDS.values())
+        assert max(seconds) - min(seconds) <= longest, (count, groups)
+    assert forks.deal(suites, 1) == [sorted(suites, key=lambda s: -forks.SECONDS[s[0]])]
+    assert [[s for s, _ in g] for g in forks.deal(suites, 2)] == [
+        ["init", "embedding", "params"], ["neighbours", "tying", "onehot"]]
+    new = [("a", "test_a.py"), ("b", "test_b.py")]  # stages the table has not measured yet
+    assert forks.deal(new, 2) == [[new[0]], [new[1]]]
 
 
 def test_a_fork_without_verdicts_is_a_grader_error(grader, monkeypatch):
