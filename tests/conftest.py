@@ -25,6 +25,9 @@ FULL: dict[str, str] = {
                            "test_batch.py keeps the batch front end fast",
     "test_release.py::test_pip_install_editable_leaves_nothing_untracked":
         "a fresh virtual environment and two pip runs",
+    "test_release.py::test_each_stage_needs_only_the_stages_before_it":
+        "five handouts, each a fresh pytest of the visible tests (~25 s in all); the "
+        "self-check's runs on lumen and on the stubs stay fast",
     "test_rubric_flow.py": "two releases, gradebooks and workflows per case; the release and "
                            "the rubric are tested fast in test_release.py and test_nbgrader.py",
     **dict.fromkeys(

@@ -288,22 +288,32 @@ def _handout(folder: Path, solved: list[str]) -> Path:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, tuple[subprocess.CompletedProcess, Path]]:
-    """The self-check tests in several settings, as a learner runs them, a few at a time.
-
-    "lumen": the reference passes. "stubs": a handout of untouched stubs fails. One per stage
-    but the last (whose check is the lumen run): a handout with only the stages up to it
-    solved passes that stage's tests, so no stage's tests need a later stage.
-    """
-    # One thread per run: the runs are many and small, and torch would start a thread per core.
-    env = {k: v for k, v in os.environ.items() if k != "LUMEN_IMPL"} | {"OMP_NUM_THREADS": "1"}
-    pytest_cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"]
-    plans: dict[str, tuple[list[str], Path]] = {
+    """The self-check tests as a learner runs them: "lumen", the reference passes; "stubs", a
+    handout of untouched stubs fails. Side by side."""
+    return _self_checks(tmp_path_factory, {
         "lumen": (["exercises/tests", "--impl=lumen"], ROOT),
         "stubs": (["exercises"], _handout(tmp_path_factory.mktemp("stubs"), [])),
-    }
+    })
+
+
+@pytest.fixture(scope="module")
+def stage_runs(tmp_path_factory) -> dict[str, tuple[subprocess.CompletedProcess, Path]]:
+    """One per stage but the last (whose check is the lumen run): a handout with only the
+    stages up to it solved, its tests run (the full tier: five handouts, five pytest runs)."""
+    plans = {}
     for i, name in enumerate(stages.STAGE_NAMES[:-1]):
         solved = list(stages.STAGE_NAMES[: i + 1])
         plans[name] = (["exercises", "-m", name], _handout(tmp_path_factory.mktemp(name), solved))
+    return _self_checks(tmp_path_factory, plans)
+
+
+def _self_checks(tmp_path_factory, plans: dict[str, tuple[list[str], Path]]
+                 ) -> dict[str, tuple[subprocess.CompletedProcess, Path]]:
+    """Each plan (its pytest arguments and folder) run as a learner runs the self-check tests,
+    a few at a time: its completed process and its JUnit report."""
+    # One thread per run: the runs are many and small, and torch would start a thread per core.
+    env = {k: v for k, v in os.environ.items() if k != "LUMEN_IMPL"} | {"OMP_NUM_THREADS": "1"}
+    pytest_cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"]
     reports = tmp_path_factory.mktemp("reports")
     waiting = list(plans.items())
     running: dict[str, tuple[subprocess.Popen, Path]] = {}
@@ -357,8 +367,10 @@ def test_the_self_check_fails_on_the_untouched_stubs_saying_not_implemented(runs
 
 
 @pytest.mark.parametrize("stage", stages.STAGE_NAMES[:-1])
-def test_each_stage_needs_only_the_stages_before_it(runs, stage):
-    done, report = runs[stage]
+def test_each_stage_needs_only_the_stages_before_it(stage_runs, stage):
+    """A handout with the stages up to ``stage`` solved passes that stage's own tests: no
+    test needs a later stage's code."""
+    done, report = stage_runs[stage]
     assert done.returncode == 0 and _cases(report), (
         f"with stages up to '{stage}' solved and later ones stubbed, `pytest exercises -m {stage}` "
         f"should pass in a handout folder:\n{done.stdout[-4000:]}"
