@@ -47,12 +47,12 @@ def make_class(folder: Path, learners: int, seed: int = 0, untouched: bool = Fal
     """``learners`` submissions: random stages solved, 1 in 10 malformed; ``untouched``: every
     learner hands in the handout as it was given."""
     if untouched:
-        return _copies(folder, learners, release.render(solved=[]))
+        return _copies(folder, learners, release.submission(solved=[]))
     rng = random.Random(seed)
     paths = []
     for i in range(learners):
         solved = [s for s in STAGE_NAMES if rng.random() < 0.7]
-        files = release.render(solved=solved)
+        files = release.submission(solved=solved)
         learner = folder / f"learner{i:03d}"
         learner.mkdir(parents=True)
         for name in SUBMISSION_FILES:

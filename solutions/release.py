@@ -122,8 +122,10 @@ GRADER_COPY_HEADER = """\
 """
 
 
-def render(solved: Collection[str] = ()) -> dict[Path, str]:
-    """Every generated file: its path under exercises/ and its text (``solved``: as ``stub``)."""
+def submission(solved: Collection[str] = ()) -> dict[Path, str]:
+    """The files a learner hands in (``SUBMISSION_FILES``), as the handout has them with the
+    ``solved`` stages solved (``stub``): ``render``'s, without the seconds that nbgrader's
+    release of the notebook takes."""
     unknown = set(solved) - set(stages.STAGE_NAMES)
     if unknown:
         raise ReleaseError(f"unknown stages {sorted(unknown)}; the stages are {stages.STAGE_NAMES}")
@@ -133,9 +135,13 @@ def render(solved: Collection[str] = ()) -> dict[Path, str]:
             f"lumen/stages.py gives functions in {sorted(owned_modules - set(STUBBED))} to "
             f"stages, but learners submit only {', '.join(STUBBED)} (SUBMISSION_FILES)"
         )
-    files = {Path("__init__.py"): PACKAGE_INIT}
-    for name in STUBBED:
-        files[Path(name)] = stub((LUMEN / name).read_text(encoding="utf-8"), name, solved)
+    return {Path(name): stub((LUMEN / name).read_text(encoding="utf-8"), name, solved)
+            for name in STUBBED}
+
+
+def render(solved: Collection[str] = ()) -> dict[Path, str]:
+    """Every generated file: its path under exercises/ and its text (``solved``: as ``stub``)."""
+    files = {Path("__init__.py"): PACKAGE_INIT, **submission(solved)}
     for name in COPIED:
         files[Path(name)] = copy((LUMEN / name).read_text(encoding="utf-8"), name)
     files[Path(notebook.NOTEBOOK)] = notebook.render()  # nbgrader's release of the lab

@@ -102,8 +102,7 @@ def _lumen() -> dict[str, str]:
 
 
 def _solved(stages: list[str]) -> dict[str, str]:
-    files = release.render(solved=stages)
-    return {n: files[Path(n)] for n in SUBMISSION_FILES}
+    return {path.name: text for path, text in release.submission(solved=stages).items()}
 
 
 def _mistake(tmp: Path) -> dict[str, str]:

@@ -81,6 +81,17 @@ def test_committed_exercises_are_fresh():
     )
 
 
+def test_a_submission_is_the_handouts_files():
+    """``release.submission`` (what the benchmarks and the front ends' tests hand in) is the
+    handout's own .py files, for any stages solved."""
+    for solved in ([], ["embedding", "params"], list(stages.STAGE_NAMES)):
+        handout = release.render(solved)
+        assert release.submission(solved) == {Path(n): handout[Path(n)]
+                                               for n in stages.SUBMISSION_FILES}
+    with pytest.raises(release.ReleaseError, match="unknown stages"):
+        release.submission(["embeding"])
+
+
 def test_exercises_is_what_the_release_writes_and_the_visible_tests():
     """Every file under exercises/ is generated or written by hand, never both, and README's
     Layout says which: the visible tests (and their glue) are the hand-written ones."""
