@@ -418,7 +418,7 @@ def nbgraded_hostile(tmp_path_factory):
     for name in ('=HYPERLINK("x","y")', "+1+cmd|' \\C calc'!A0"):
         (subs / name).mkdir()
     progress = io.StringIO()
-    code = nbgrade.run(subs, root / "course", jobs=2, progress=progress)
+    code = nbgrade.run(subs, root / "course", jobs=1, progress=progress)
     return code, root / "course", progress.getvalue()
 
 

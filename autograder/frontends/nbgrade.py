@@ -58,6 +58,7 @@ import os
 import re
 import shutil
 import sys
+import threading
 import time
 from html.parser import HTMLParser
 from pathlib import Path
@@ -643,8 +644,10 @@ def repair(nb: nbformat.NotebookNode | None, release: nbformat.NotebookNode) -> 
     return nb, notes
 
 
-def into_submitted(learner: Path, target: Path, release: nbformat.NotebookNode) -> list[str]:
-    """Copy one learner's submission into nbgrader's submitted/ tree; the notes about it."""
+def into_submitted(learner: Path, target: Path, release: nbformat.NotebookNode,
+                   files: bool = True) -> list[str]:
+    """Copy one learner's submission into nbgrader's submitted/ tree; the notes about it.
+    ``files``: their .py files too (else only the notebook: ``copy_files`` copied them)."""
 
     nb, notes = _read_notebook(learner)
     nb, repaired = repair(nb, release)
@@ -655,6 +658,14 @@ def into_submitted(learner: Path, target: Path, release: nbformat.NotebookNode) 
                                                           for n in notes)))
     target.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, target / NOTEBOOK)
+    if files:
+        copy_files(learner, target)
+    return notes
+
+
+def copy_files(learner: Path, target: Path) -> None:
+    """Copy one learner's .py files (``SUBMISSION_FILES``) into ``target``: what is graded."""
+    target.mkdir(parents=True, exist_ok=True)
     for name in SUBMISSION_FILES:
         found = learner / name
         if not os.path.lexists(found):
@@ -663,7 +674,6 @@ def into_submitted(learner: Path, target: Path, release: nbformat.NotebookNode) 
             (target / name).write_bytes(_read_regular(found, name))
         except Unusable:
             pass  # likewise: the grader names the problem
-    return notes
 
 
 # --- the pipeline -----------------------------------------------------------------------------
@@ -699,31 +709,31 @@ def run(submissions: Path, course: Path, options: Options | None = None, jobs: i
                            f"{', '.join(LATE_PENALTIES)}")
     folders, problems = learner_folders(submissions)
     learners = list(folders)
-    prepare_course(course, feedback, late_penalty, due)
+    # nbgrader's generate_assignment takes seconds, and the grading needs none of it: it runs
+    # beside the grading, which reads only the .py files, copied into submitted/ first. The
+    # notebooks follow once the release they are repaired against is there.
+    course.mkdir(parents=True, exist_ok=True)
+    preparing = _Beside(prepare_course, course, feedback, late_penalty, due)
+    try:
+        late: dict[str, str | None] = {}
+        if submitted.exists():
+            shutil.rmtree(submitted)  # our copy from an earlier run, rebuilt from SUBMISSIONS
+        submitted.mkdir(parents=True)
+        (submitted / OURS).write_text("copied by python -m autograder nbgrade from "
+                                      f"{submissions.resolve()}; rebuilt on every run\n")
+        for learner in learners:
+            target = submitted / learner / ASSIGNMENT
+            copy_files(folders[learner], target)
+            late[learner] = carry_timestamp(folders[learner], target)
+        status, reused, wanted = _grade(course, submitted, learners, options, jobs, progress)
+    finally:
+        preparing.join()  # raises what preparing the course raised
     release = nbformat.read(course / "release" / ASSIGNMENT / NOTEBOOK, as_version=4)
-
     notes: dict[str, list[str]] = {}
-    if submitted.exists():
-        shutil.rmtree(submitted)  # our copy from an earlier run, rebuilt from SUBMISSIONS
-    submitted.mkdir(parents=True)
-    (submitted / OURS).write_text("copied by python -m autograder nbgrade from "
-                                  f"{submissions.resolve()}; rebuilt on every run\n")
     for learner in learners:
-        target = submitted / learner / ASSIGNMENT
-        notes[learner] = into_submitted(folders[learner], target, release)
-        late = carry_timestamp(folders[learner], target)
-        notes[learner] += [late] if late else []
-
-    wanted = {x: fingerprint(submitted / x / ASSIGNMENT,
-                             json.dumps(options.to_json(), sort_keys=True)) for x in learners}
-    reused = [x for x in learners if reusable(course / GRADES, x, wanted[x])]
-    if reused:
-        print(f"reused the grades of {counted(len(reused), 'learner')} graded before from "
-              "the same files by the same grader", file=progress)
-    print(f"grading {counted(len(learners) - len(reused), 'learner')} in the sandbox",
-          file=progress)
-    status = batch.run(submitted, course / f"{GRADES}.csv", options,
-                       batch.Batch(jobs=jobs, out_dir=course / GRADES), progress=progress)
+        notes[learner] = into_submitted(folders[learner], submitted / learner / ASSIGNMENT,
+                                        release, files=False)
+        notes[learner] += [late[learner]] if late[learner] else []
     if status == 2:
         return 2
     failed = [x for x in learners if not (course / GRADES / x / GRADE).is_file()]
@@ -736,19 +746,72 @@ def run(submissions: Path, course: Path, options: Options | None = None, jobs: i
                               *read_grade(course / GRADES / learner).notes]
         except (OSError, ValueError):  # its row says nothing more; nbgrader's grade stands
             pass
+    return _nbgrader_steps(course, learners, graded, failed, notes, problems, progress, started)
+
+
+class _Beside:
+    """``function(*args)`` in a thread beside this one; ``join`` waits, and raises what it
+    raised."""
+
+    def __init__(self, function, *args) -> None:
+        self.error: BaseException | None = None
+
+        def target() -> None:
+            try:
+                function(*args)
+            except BaseException as error:  # noqa: BLE001 - raised again by join
+                self.error = error
+
+        self.thread = threading.Thread(target=target, daemon=True)
+        self.thread.start()
+
+    def join(self) -> None:
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+
+
+def _grade(course: Path, submitted: Path, learners: list[str], options: Options, jobs: int,
+           progress) -> tuple[int, list[str], dict[str, str]]:
+    """grade-batch over submitted/: (its status, the learners whose grades were reused, each
+    learner's ``fingerprint``)."""
+    wanted = {x: fingerprint(submitted / x / ASSIGNMENT,
+                             json.dumps(options.to_json(), sort_keys=True)) for x in learners}
+    reused = [x for x in learners if reusable(course / GRADES, x, wanted[x])]
+    if reused:
+        print(f"reused the grades of {counted(len(reused), 'learner')} graded before from "
+              "the same files by the same grader", file=progress)
+    print(f"grading {counted(len(learners) - len(reused), 'learner')} in the sandbox",
+          file=progress)
+    status = batch.run(submitted, course / f"{GRADES}.csv", options,
+                       batch.Batch(jobs=jobs, out_dir=course / GRADES), progress=progress)
+    return status, reused, wanted
+
+
+def _nbgrader_steps(course: Path, learners: list[str], graded: list[str], failed: list[str],
+                    notes: dict[str, list[str]], problems: dict[str, str], progress,
+                    started: float) -> int:
+    """nbgrader's autograde, feedback and export, then stages.csv; ``run``'s status."""
+    export = functools.partial(notebook.nbgrader, course, "export", "--to",
+                               str(course / "grades.csv"), timeout=600)
     if graded:
         exclude = ",".join(failed)
         extra = [f"--CourseDirectory.student_id_exclude={exclude}"] if failed else []
         print(f"nbgrader autograde: {counted(len(graded), 'notebook')}", file=progress)
         notebook.nbgrader(course, "autograde", ASSIGNMENT, "--force", *extra, timeout=3600)
-        notebook.nbgrader(course, "generate_feedback", ASSIGNMENT, "--force", *extra,
-                          timeout=3600)
+        exporting = _Beside(export)  # both only read the gradebook: side by side
+        try:
+            notebook.nbgrader(course, "generate_feedback", ASSIGNMENT, "--force", *extra,
+                              timeout=3600)
+        finally:
+            exporting.join()
         for learner in graded:
             withheld = withhold_live_feedback(course / "feedback" / learner / ASSIGNMENT)
             if withheld:
                 notes[learner] = [*notes.get(learner, []), withheld]
                 print(f"{learner}: {withheld}", file=progress)
-    notebook.nbgrader(course, "export", "--to", str(course / "grades.csv"), timeout=600)
+    else:
+        export()
     write_stages_csv(course, learners, notes, {**problems, **{
         x: "not graded: the grader failed on it (see lumen/<learner>/error.txt); rerun"
         for x in failed}})
