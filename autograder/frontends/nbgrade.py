@@ -11,7 +11,9 @@ LateSubmissionPlugin's (``--late-penalty``). The pipeline, in a course folder (d
 ``build/nbgrader``) built from solutions/course/:
 
 1. **The course**: nbgrader's configuration, the source notebook and exercises/; then
-   ``nbgrader generate_assignment`` (the assignment and its cells in gradebook.db).
+   ``nbgrader generate_assignment`` (the assignment and its cells in gradebook.db). It takes
+   seconds and the grading needs none of it, so it runs beside steps 2 and 3 (its .py files
+   are copied first, its notebook once the release is there).
 2. **Collect**: each learner's files into ``submitted/<learner>/embedding_layer/``. A notebook
    that is broken, renamed, missing or lacks a graded cell is repaired from the release, with a
    note for the learner and the instructor: the stages never depend on the notebook. Only the
@@ -30,8 +32,8 @@ LateSubmissionPlugin's (``--late-penalty``). The pipeline, in a course folder (d
    each stage's check cell gets the stage's score from step 3 as its output, which nbgrader's
    own SaveAutoGrades records in the gradebook (formgrader shows it next to the written
    answers). The learner's notebook is never run: its cells cannot touch a grade.
-5. ``nbgrader generate_feedback`` and ``nbgrader export``, and ``stages.csv``: per stage, from
-   the gradebook.
+5. ``nbgrader generate_feedback`` and ``nbgrader export`` (side by side: both only read the
+   gradebook), and ``stages.csv``: per stage, from the gradebook.
 
 The feedback HTML shows the learner's notebook, written answers and all. nbgrader's feedback
 template renders Markdown cells without nbconvert's ``sanitize_html`` (it overrides that
