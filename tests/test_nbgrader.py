@@ -125,7 +125,7 @@ def nbgraded(tmp_path_factory):
     learners = root / "submissions"
     plan = {"complete": ROOT / "lumen", "partial": partial, "stubs": stubs,
             "broken": ROOT / "lumen", "hostile": partial, "renamed": ROOT / "lumen",
-            "cut": ROOT / "lumen"}
+            "cut": ROOT / "lumen", "typo": ROOT / "lumen"}
     for name, source in plan.items():
         folder = learners / name
         folder.mkdir(parents=True)
@@ -147,6 +147,10 @@ def nbgraded(tmp_path_factory):
                             "Tensor, nn\n\ntorch.nn.functional.softmax(torch.ones(2))  # no dim\n",
                             1), encoding="utf-8")
             assert path.read_text(encoding="utf-8") != text
+        if name == "typo":  # a .py file that does not parse: its note reaches the feedback
+            path = folder / "params.py"
+            path.write_text(path.read_text(encoding="utf-8").replace("def ", "def (", 1),
+                            encoding="utf-8")
         if name == "cut":
             nb.cells.remove(_cell(nb, "stage_tying"))
             _cell(nb, "stage_init").source = "print(15.0)"
@@ -188,6 +192,7 @@ def test_nbgraders_gradebook_agrees_with_the_grader(nbgraded):
     assert reference["hostile"] == reference["partial"]  # no cell of theirs changed a score
     for learner in ("broken", "renamed", "cut"):
         assert sum(reference[learner].values()) == 100, learner
+    assert reference["typo"]["params"] == 0 and reference["typo"]["embedding"] > 0
 
 
 def test_the_stubs_get_zero_through_nbgrader(nbgraded):
@@ -379,6 +384,17 @@ def test_broken_renamed_and_cut_notebooks_are_told_why(nbgraded):
     assert "not graded: not a student id" in progress
     feedback = (course / "feedback" / "broken" / nbgrade.ASSIGNMENT / "lab.html").read_text()
     assert "not a readable notebook" in feedback
+
+
+def test_a_py_file_that_does_not_parse_is_told_in_the_feedback(nbgraded):
+    """The grader's notes on the .py files (as every front end gives them) are in stages.csv
+    and at the top of the learner's notebook, so nbgrader's feedback page carries them."""
+    _, course, *_ = nbgraded
+    assert "params.py: SyntaxError at line" in _csv(course / "stages.csv")["typo"]["notes"]
+    for learner, told in (("typo", True), ("complete", False)):
+        html = (course / "feedback" / learner / nbgrade.ASSIGNMENT / "lab.html").read_text()
+        assert ("params.py: SyntaxError at line" in html) is told, learner
+        assert ("Notes from the grader" in html) is told, learner
 
 
 def test_feedback_shows_scores_not_the_hidden_tests(nbgraded):

@@ -647,17 +647,19 @@ def repair(nb: nbformat.NotebookNode | None, release: nbformat.NotebookNode) -> 
 
 
 def into_submitted(learner: Path, target: Path, release: nbformat.NotebookNode,
-                   files: bool = True) -> list[str]:
-    """Copy one learner's submission into nbgrader's submitted/ tree; the notes about it.
-    ``files``: their .py files too (else only the notebook: ``copy_files`` copied them)."""
+                   files: bool = True, told: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """Copy one learner's submission into nbgrader's submitted/ tree; the notes about their
+    notebook. ``files``: their .py files too (else only the notebook: ``copy_files`` copied
+    them). ``told``: the grader's notes on their .py files (``Grade.notes``), said in the
+    notebook with those about it, so that the feedback carries both."""
 
     nb, notes = _read_notebook(learner)
     nb, repaired = repair(nb, release)
     notes += repaired
-    if notes:  # said at the top of the graded notebook, so the feedback carries it too
+    if notes or told:  # said at the top of the graded notebook, so the feedback carries it too
         nb.cells.insert(0, nbformat.v4.new_markdown_cell(
             "**Notes from the grader:**\n\n" + "\n".join(f"- {markdown_inline(n)}"
-                                                          for n in notes)))
+                                                          for n in [*notes, *told])))
     target.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, target / NOTEBOOK)
     if files:
@@ -733,22 +735,26 @@ def run(submissions: Path, course: Path, options: Options | None = None, jobs: i
     release = nbformat.read(course / "release" / ASSIGNMENT / NOTEBOOK, as_version=4)
     notes: dict[str, list[str]] = {}
     for learner in learners:
-        notes[learner] = into_submitted(folders[learner], submitted / learner / ASSIGNMENT,
-                                        release, files=False)
-        notes[learner] += [late[learner]] if late[learner] else []
+        told = _grade_notes(course / GRADES / learner)  # on their .py files, as every front
+        notes[learner] = [*into_submitted(  # end gives them, in the feedback too
+            folders[learner], submitted / learner / ASSIGNMENT, release, files=False,
+            told=told), *([late[learner]] if late[learner] else []), *told]
     if status == 2:
         return 2
     failed = [x for x in learners if not (course / GRADES / x / GRADE).is_file()]
     for learner in set(learners) - set(failed) - set(reused):  # graded now, from these files
         (course / GRADES / learner / GRADED_FROM).write_text(wanted[learner] + "\n")
     graded = [x for x in learners if x not in failed]
-    for learner in graded:  # the notes on their .py files, as every front end gives them
-        try:
-            notes[learner] = [*notes.get(learner, []),
-                              *read_grade(course / GRADES / learner).notes]
-        except (OSError, ValueError):  # its row says nothing more; nbgrader's grade stands
-            pass
     return _nbgrader_steps(course, learners, graded, failed, notes, problems, progress, started)
+
+
+def _grade_notes(folder: Path) -> list[str]:
+    """The notes of the grade recorded in ``folder`` (none when there is none: its row says
+    why, and nbgrader records no grade)."""
+    try:
+        return list(read_grade(folder).notes)
+    except (OSError, ValueError):
+        return []
 
 
 class _Beside:
