@@ -38,7 +38,7 @@ from pathlib import Path
 from lumen.stages import STAGE_NAMES
 from solutions.handout import FOLDER, HandoutError, contents
 
-from .. import ROOT
+from .. import ROOT, options
 from ..grading import Grader, GraderError
 from ..options import Options, add_arguments
 from ..results import Grade
@@ -164,7 +164,7 @@ HIDDEN_JOBS = """\
         run: |
           set +e  # the full report names the hidden checks: it goes nowhere
           .venv/bin/python -m autograder.frontends.classroom grade ../submission/exercises \\
-            --sandbox bwrap --record "$RUNNER_TEMP/grade.json" > /dev/null 2>&1
+            --sandbox {sandbox} --record "$RUNNER_TEMP/grade.json" > /dev/null 2>&1
           status=$?
           .venv/bin/python -m autograder.frontends.classroom report "$RUNNER_TEMP/grade.json" \\
             --status "$status"
@@ -229,7 +229,8 @@ def workflow(mode: str = "visible", torch: str | None = None, repository: str | 
     return text + HIDDEN_JOBS.format(
         install_visible=_install(" (torch, requirements.txt)"),
         install_grader=_install(cwd="grader", bwrap=True, workflow_in="submission/"),
-        repository=repository, ref=json.dumps(ref), secret=TOKEN_SECRET, reporter=_reporter())
+        repository=repository, ref=json.dumps(ref), secret=TOKEN_SECRET, reporter=_reporter(),
+        sandbox=options.BWRAP)  # asked for by name: a runner without bwrap fails, never runs bare
 
 
 def template_files(mode: str = "visible", torch: str | None = None,
