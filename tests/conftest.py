@@ -40,6 +40,17 @@ FULL: dict[str, str] = {
     "test_same_notes.py": "one submission graded by five front ends (two minutes); the notes "
                           "are made in one place, grading.submission_notes, which "
                           "test_batch.py's fast test of a submission's name exercises",
+    **dict.fromkeys(
+        (f"test_escaping.py::{name}" for name in (
+            "test_nbgrader_feedback_holds_no_live_html",
+            "test_nbgrader_honest_feedback_still_shows_the_scores",
+            "test_nbgrader_stages_csv_has_no_formula",
+            "test_nbgrader_stores_written_answers_inert",
+            "test_formgrader_view_holds_no_live_html",
+            "test_formgrader_view_runs_nothing_in_a_browser")),
+        "a second nbgrader course, for its hostile notebooks (~15 s of CPU: 28 s with the "
+        "other worker busy); nbgrader's pipeline stays fast in test_nbgrader.py (its hostile "
+        "learner's cells run nothing), and escaping in this file's other front ends"),
     "test_import_deadline.py::test_an_import_that_never_finishes_still_runs_out_of_time":
         "every check of two stages runs into the import limit; an endless loop is stopped "
         "fast in test_grader_attacks.py",
