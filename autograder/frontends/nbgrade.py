@@ -647,11 +647,11 @@ def repair(nb: nbformat.NotebookNode | None, release: nbformat.NotebookNode) -> 
 
 
 def into_submitted(learner: Path, target: Path, release: nbformat.NotebookNode,
-                   files: bool = True, told: list[str] | tuple[str, ...] = ()) -> list[str]:
-    """Copy one learner's submission into nbgrader's submitted/ tree; the notes about their
-    notebook. ``files``: their .py files too (else only the notebook: ``copy_files`` copied
-    them). ``told``: the grader's notes on their .py files (``Grade.notes``), said in the
-    notebook with those about it, so that the feedback carries both."""
+                   told: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """Put one learner's notebook, repaired from ``release``, into nbgrader's submitted/ tree
+    (``copy_files`` put their .py files there); the notes about it. ``told``: the grader's
+    notes on their .py files (``Grade.notes``), said at the top of the notebook with those
+    about it, so that the feedback carries both."""
 
     nb, notes = _read_notebook(learner)
     nb, repaired = repair(nb, release)
@@ -662,8 +662,6 @@ def into_submitted(learner: Path, target: Path, release: nbformat.NotebookNode,
                                                           for n in [*notes, *told])))
     target.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, target / NOTEBOOK)
-    if files:
-        copy_files(learner, target)
     return notes
 
 
@@ -729,21 +727,19 @@ def run(submissions: Path, course: Path, options: Options | None = None, jobs: i
             target = submitted / learner / ASSIGNMENT
             copy_files(folders[learner], target)
             late[learner] = carry_timestamp(folders[learner], target)
-        status, reused, wanted = _grade(course, submitted, learners, options, jobs, progress)
+        status, failed = _grade(course, submitted, learners, options, jobs, progress)
     finally:
-        preparing.join()  # raises what preparing the course raised
+        preparing.wait()
+    if status == 2:  # stopped: submitted/ and the course are made afresh by the next run
+        return 2
+    preparing.join()  # raises what preparing the course raised
     release = nbformat.read(course / "release" / ASSIGNMENT / NOTEBOOK, as_version=4)
     notes: dict[str, list[str]] = {}
     for learner in learners:
         told = _grade_notes(course / GRADES / learner)  # on their .py files, as every front
         notes[learner] = [*into_submitted(  # end gives them, in the feedback too
-            folders[learner], submitted / learner / ASSIGNMENT, release, files=False,
-            told=told), *([late[learner]] if late[learner] else []), *told]
-    if status == 2:
-        return 2
-    failed = [x for x in learners if not (course / GRADES / x / GRADE).is_file()]
-    for learner in set(learners) - set(failed) - set(reused):  # graded now, from these files
-        (course / GRADES / learner / GRADED_FROM).write_text(wanted[learner] + "\n")
+            folders[learner], submitted / learner / ASSIGNMENT, release, told=told),
+            *([late[learner]] if late[learner] else []), *told]
     graded = [x for x in learners if x not in failed]
     return _nbgrader_steps(course, learners, graded, failed, notes, problems, progress, started)
 
@@ -773,16 +769,19 @@ class _Beside:
         self.thread = threading.Thread(target=target, daemon=True)
         self.thread.start()
 
-    def join(self) -> None:
+    def wait(self) -> None:
         self.thread.join()
+
+    def join(self) -> None:
+        self.wait()
         if self.error is not None:
             raise self.error
 
 
 def _grade(course: Path, submitted: Path, learners: list[str], options: Options, jobs: int,
-           progress) -> tuple[int, list[str], dict[str, str]]:
-    """grade-batch over submitted/: (its status, the learners whose grades were reused, each
-    learner's ``fingerprint``)."""
+           progress) -> tuple[int, list[str]]:
+    """grade-batch over submitted/, each grade made now marked with the ``fingerprint`` of
+    its files: (grade-batch's status, the learners it could not grade)."""
     wanted = {x: fingerprint(submitted / x / ASSIGNMENT,
                              json.dumps(options.to_json(), sort_keys=True)) for x in learners}
     reused = [x for x in learners if reusable(course / GRADES, x, wanted[x])]
@@ -793,7 +792,11 @@ def _grade(course: Path, submitted: Path, learners: list[str], options: Options,
           file=progress)
     status = batch.run(submitted, course / f"{GRADES}.csv", options,
                        batch.Batch(jobs=jobs, out_dir=course / GRADES), progress=progress)
-    return status, reused, wanted
+    failed = [x for x in learners if not (course / GRADES / x / GRADE).is_file()]
+    if status != 2:
+        for learner in set(learners) - set(failed) - set(reused):  # graded now, from these
+            (course / GRADES / learner / GRADED_FROM).write_text(wanted[learner] + "\n")
+    return status, failed
 
 
 def _nbgrader_steps(course: Path, learners: list[str], graded: list[str], failed: list[str],
