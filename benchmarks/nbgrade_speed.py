@@ -13,8 +13,9 @@ collects them), then grades it twice, side by side in one run:
 
 It prints each one's seconds per learner and ours / stock (target: at most 0.3, issue 18)
 and exits 1 when it misses it. What bounds
-ours: nbgrader's own commands cost a fixed ~10 s each (four of them), amortised over the class;
-the grading itself is grade-batch's cost per learner (benchmarks/batch_speed.py).
+ours: nbgrader's own commands cost a fixed few seconds each (four of them; generate_assignment
+runs beside the grading, export beside generate_feedback), amortised over the class; the
+grading itself is grade-batch's cost per learner (benchmarks/batch_speed.py).
 """
 
 from __future__ import annotations
