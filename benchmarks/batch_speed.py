@@ -46,33 +46,20 @@ TARGET = 0.1  # a learner in a batch / one cold grade (issue 18)
 def make_class(folder: Path, learners: int, seed: int = 0, untouched: bool = False) -> list[Path]:
     """``learners`` submissions: random stages solved, 1 in 10 malformed; ``untouched``: every
     learner hands in the handout as it was given."""
-    if untouched:
-        return _copies(folder, learners, release.submission(solved=[]))
     rng = random.Random(seed)
     paths = []
     for i in range(learners):
-        solved = [s for s in STAGE_NAMES if rng.random() < 0.7]
+        solved = [] if untouched else [s for s in STAGE_NAMES if rng.random() < 0.7]
         files = release.submission(solved=solved)
         learner = folder / f"learner{i:03d}"
         learner.mkdir(parents=True)
         for name in SUBMISSION_FILES:
             text = files[Path(name)]
-            if i % 10 == 7 and name == "params.py":
+            if not untouched and i % 10 == 7 and name == "params.py":
                 text = text.replace("def ", "def (", 1)  # a syntax error
-            if i % 10 == 9 and name == "gpt2.py":
+            if not untouched and i % 10 == 9 and name == "gpt2.py":
                 continue  # a missing file
             (learner / name).write_text(text, encoding="utf-8")
-        paths.append(learner)
-    return paths
-
-
-def _copies(folder: Path, learners: int, files: dict) -> list[Path]:
-    paths = []
-    for i in range(learners):
-        learner = folder / f"learner{i:03d}"
-        learner.mkdir(parents=True)
-        for name in SUBMISSION_FILES:
-            (learner / name).write_text(files[Path(name)], encoding="utf-8")
         paths.append(learner)
     return paths
 
