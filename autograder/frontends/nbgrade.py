@@ -60,8 +60,8 @@ import os
 import re
 import shutil
 import sys
-import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -715,7 +715,8 @@ def run(submissions: Path, course: Path, options: Options | None = None, jobs: i
     # beside the grading, which reads only the .py files, copied into submitted/ first. The
     # notebooks follow once the release they are repaired against is there.
     course.mkdir(parents=True, exist_ok=True)
-    preparing = _Beside(prepare_course, course, feedback, late_penalty, due)
+    beside = ThreadPoolExecutor(max_workers=1)
+    preparing = beside.submit(prepare_course, course, feedback, late_penalty, due)
     try:
         late: dict[str, str | None] = {}
         if submitted.exists():
@@ -729,10 +730,10 @@ def run(submissions: Path, course: Path, options: Options | None = None, jobs: i
             late[learner] = carry_timestamp(folders[learner], target)
         status, failed = _grade(course, submitted, learners, options, jobs, progress)
     finally:
-        preparing.wait()
+        beside.shutdown(wait=True)
     if status == 2:  # stopped: submitted/ and the course are made afresh by the next run
         return 2
-    preparing.join()  # raises what preparing the course raised
+    preparing.result()  # raises what preparing the course raised
     release = nbformat.read(course / "release" / ASSIGNMENT / NOTEBOOK, as_version=4)
     notes: dict[str, list[str]] = {}
     for learner in learners:
@@ -751,31 +752,6 @@ def _grade_notes(folder: Path) -> list[str]:
         return list(read_grade(folder).notes)
     except (OSError, ValueError):
         return []
-
-
-class _Beside:
-    """``function(*args)`` in a thread beside this one; ``join`` waits, and raises what it
-    raised."""
-
-    def __init__(self, function, *args) -> None:
-        self.error: BaseException | None = None
-
-        def target() -> None:
-            try:
-                function(*args)
-            except BaseException as error:  # noqa: BLE001 - raised again by join
-                self.error = error
-
-        self.thread = threading.Thread(target=target, daemon=True)
-        self.thread.start()
-
-    def wait(self) -> None:
-        self.thread.join()
-
-    def join(self) -> None:
-        self.wait()
-        if self.error is not None:
-            raise self.error
 
 
 def _grade(course: Path, submitted: Path, learners: list[str], options: Options, jobs: int,
@@ -810,12 +786,11 @@ def _nbgrader_steps(course: Path, learners: list[str], graded: list[str], failed
         extra = [f"--CourseDirectory.student_id_exclude={exclude}"] if failed else []
         print(f"nbgrader autograde: {counted(len(graded), 'notebook')}", file=progress)
         notebook.nbgrader(course, "autograde", ASSIGNMENT, "--force", *extra, timeout=3600)
-        exporting = _Beside(export)  # both only read the gradebook: side by side
-        try:
+        with ThreadPoolExecutor(max_workers=1) as beside:  # both only read the gradebook
+            exporting = beside.submit(export)
             notebook.nbgrader(course, "generate_feedback", ASSIGNMENT, "--force", *extra,
                               timeout=3600)
-        finally:
-            exporting.join()
+        exporting.result()  # raises what the export raised
         for learner in graded:
             withheld = withhold_live_feedback(course / "feedback" / learner / ASSIGNMENT)
             if withheld:
