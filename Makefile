@@ -8,12 +8,29 @@ SUBMISSION ?= exercises
 # unsafe-process. Every grading target passes it on.
 SANDBOX ?= bwrap
 PY := $(VENV)/bin/python
-# The torch build the grader runs: the CPU wheel unless TORCH says otherwise (a GPU runner:
-# make grade-cuda TORCH="torch==2.13.0 --index-url <a CUDA wheel index>"). The choice is
-# remembered in .venv/.torch, so later commands without TORCH keep it; a new TORCH reinstalls.
+# The torch build the grader runs: TORCH_DEFAULT, the pinned torch's CPU build from PyTorch's
+# CPU wheel index (PyPI's Linux wheel is the CUDA build, several GB of GPU libraries), unless
+# TORCH says otherwise (a GPU runner: make grade-cuda TORCH="torch==2.13.0 --index-url <a
+# CUDA wheel index>"). TORCH_DEFAULT is gradescope.CPU_TORCH's text, which the Gradescope zip,
+# the PrairieLearn image, the Classroom workflow and the handout's README install too
+# (tests/test_makefile.py holds them equal). The choice is remembered in .venv/.torch, so
+# later commands without TORCH keep it; a new TORCH reinstalls, once. The default counts as
+# installed where the venv's torch is its version with +cpu: it is stamped, not reinstalled.
+# A stamp of the former default, a plain torch==2.13.0 (TORCH_FORMER, PyPI's build), is read
+# as TORCH_DEFAULT: such a .venv moves to the CPU build once (no reinstall where it holds it
+# already, one where it holds PyPI's CUDA build), then stays. So PyPI's build, asked for as
+# TORCH=torch==2.13.0, is kept only while TORCH says so; name a CUDA build by its index.
+TORCH_PIN := torch==2.13.0
+TORCH_DEFAULT := $(TORCH_PIN) --index-url https://download.pytorch.org/whl/cpu
+TORCH_FORMER := $(TORCH_PIN)
+TORCH_CPU_VERSION := $(patsubst torch==%,%,$(TORCH_PIN))+cpu
 TORCH_STAMP := $(VENV)/.torch
 ifeq ($(origin TORCH), undefined)
-TORCH := $(or $(shell cat $(TORCH_STAMP) 2>/dev/null),torch==2.13.0)
+TORCH := $(shell cat $(TORCH_STAMP) 2>/dev/null)
+ifeq ($(TORCH),$(TORCH_FORMER))
+TORCH := $(TORCH_DEFAULT)
+endif
+TORCH := $(or $(TORCH),$(TORCH_DEFAULT))
 endif
 
 .PHONY: FORCE setup setup-dev sandbox grade grade-cuda test test-all check lint stubs mutation benchmark clean \
@@ -28,7 +45,11 @@ $(VENV)/.python:
 	touch $@
 
 $(TORCH_STAMP): $(VENV)/.python FORCE
-	@if [ "$$(cat $@ 2>/dev/null)" != "$(TORCH)" ]; then \
+	@if [ "$$(cat $@ 2>/dev/null)" = "$(TORCH)" ]; then :; \
+	elif [ "$(TORCH)" = "$(TORCH_DEFAULT)" ] && [ "$$($(PY) -c 'from importlib.metadata import \
+	    version; print(version("torch"))' 2>/dev/null)" = "$(TORCH_CPU_VERSION)" ]; then \
+	  echo "$(TORCH)" > $@; \
+	else \
 	  echo "installing $(TORCH)"; \
 	  $(PY) -m pip install -q --force-reinstall $(TORCH) && echo "$(TORCH)" > $@; fi
 

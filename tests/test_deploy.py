@@ -214,6 +214,16 @@ def test_github_actions_matrix_grades_every_shard_then_merges(tmp_path, monkeypa
     assert [str(p) for p in args[0]] == [f"grades/shard-{k}.csv" for k in shards]
 
 
+def test_github_actions_runners_install_the_makefiles_torch():
+    """Each job's `make setup` takes the Makefile's torch (its CPU build, gradescope.CPU_TORCH):
+    no second copy of the pin to fall behind it."""
+    flow = _workflow()
+    setups = [step["run"] for job in flow["jobs"].values() for step in job["steps"]
+              if "make setup" in step.get("run", "")]
+    assert len(setups) == len(flow["jobs"])
+    assert not [run for run in setups if "TORCH" in run or "torch" in run], setups
+
+
 def test_recipes_say_what_a_node_needs_and_how_files_travel():
     for path in [DEPLOY / "slurm-grade.sh", DEPLOY / "kubernetes" / "grade-job.yaml",
                  DEPLOY / "github-actions.yml"]:

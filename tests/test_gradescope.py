@@ -60,6 +60,19 @@ def test_zip_holds_the_scripts_and_the_grader(autograder_zip):
     subprocess.run(["bash", "-n", "-c", setup], check=True)  # it parses
 
 
+def test_the_built_zip_installs_torchs_cpu_build_by_default(tmp_path):
+    """PyPI's Linux torch is the CUDA build (several GB the grader never uses): the zip that
+    `make gradescope` builds installs the pinned torch from PyTorch's CPU wheel index."""
+    out = tmp_path / "autograder.zip"
+    done = subprocess.run([sys.executable, "-m", "autograder.frontends.gradescope", "--out",
+                           str(out)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    with zipfile.ZipFile(out) as archive:
+        setup = archive.read("setup.sh").decode()
+    assert f'TORCH="${{TORCH:-{gradescope.CPU_TORCH}}}"' in setup
+    assert gradescope.CPU_TORCH.endswith("--index-url https://download.pytorch.org/whl/cpu")
+
+
 @pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace to trace the grade")
 def test_the_zip_holds_exactly_what_a_grade_reads(autograder_zip, tmp_path):
     """run_autograder grades lumen from the unpacked zip under strace, following every process

@@ -246,14 +246,13 @@ def test_the_python_each_readme_names_installs_the_pinned_packages():
 def test_the_handout_installs_the_cpu_build_of_torch_as_classroom_does():
     """PyPI's Linux torch is the CUDA build (gigabytes): the README's torch line takes the CPU
     wheel index the Classroom workflow uses, and says why."""
-    from autograder.frontends.classroom import CPU_INDEX
-    from autograder.frontends.gradescope import DEFAULT_TORCH
+    from autograder.frontends.gradescope import CPU_TORCH
 
     readme = handout.README.read_text(encoding="utf-8")
     commands = [line.split(" #", 1)[0].strip() for block in re.findall(r"```sh\n(.*?)```",
                 readme, re.S) for line in block.splitlines()]
     torch_lines = [c for c in commands if c.startswith("pip install torch")]
-    assert torch_lines == [f"pip install {DEFAULT_TORCH} --index-url {CPU_INDEX}"], torch_lines
+    assert torch_lines == [f"pip install {CPU_TORCH}"], torch_lines
     assert "CUDA build" in readme and "CPU build" in readme
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from autograder.frontends import classroom, gradescope, prairielearn, prairielearn_build
+from autograder.frontends import gradescope, prairielearn, prairielearn_build
 from lumen.stages import SUBMISSION_FILES
 from solutions import release
 from tests.variants.build import make_submission
@@ -220,7 +220,7 @@ def test_the_question_and_the_image(tmp_path):
     assert instructions[0] == "FROM" and set(instructions) <= {"FROM", "RUN", "WORKDIR", "ARG",
                                                                "COPY", "ENV"}
     assert "bubblewrap" in docker and 'ARG TORCH="torch==2.13.0 --index-url ' \
-        f'{classroom.CPU_INDEX}"' in docker, "the CPU build: PyPI's Linux wheel is CUDA's"
+        f'{gradescope.CPU_INDEX}"' in docker, "the CPU build: PyPI's Linux wheel is CUDA's"
     assert " $TORCH " in docker and '"$TORCH"' not in docker, "unquoted: requirement, options"
     assert "-r requirements.txt" in docker and f"WORKDIR {prairielearn_build.IMAGE_HOME}" in docker
     assert "python:3.11" in lines[0]

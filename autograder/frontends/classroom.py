@@ -22,9 +22,9 @@ partial credit. Two modes:
 What neither mode can do is keep anything from a learner who edits the workflow: it is a file
 in their own repository. README.md ("GitHub Classroom") says plainly what follows.
 
-Stage names and points come from ``lumen/stages.py`` and ``autograder/rubric.toml``; the
-torch pin from ``gradescope.DEFAULT_TORCH`` (the Makefile's). The template is generated on
-demand, never committed, so it cannot go stale.
+Stage names and points come from ``lumen/stages.py`` and ``autograder/rubric.toml``; torch
+from ``gradescope.CPU_TORCH`` (the Makefile's default, the pinned torch's CPU build). The
+template is generated on demand, never committed, so it cannot go stale.
 """
 
 from __future__ import annotations
@@ -46,14 +46,11 @@ from ..rubric import RubricError, load
 from ..views import report as views
 from ..words import counted
 from . import classroom_runner
-from .gradescope import DEFAULT_TORCH
+from .gradescope import CPU_TORCH
 
 WORKFLOW = ".github/workflows/classroom.yml"
 RUNNER_SCRIPT = ".github/classroom/lumen_classroom.py"
 MODES = ("visible", "hidden")
-#: The CPU wheel of the pinned torch, as on the grader's own machines (PyPI's Linux wheel is the
-#: CUDA build, gigabytes of it); pip takes torch and its dependencies from this index only.
-CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 #: The reporter at its tag v1, pinned to the commit whose src/ and dist/main.js were read for
 #: classroom_runner's format (and for tests/test_classroom.py's copy of its arithmetic).
 REPORTER = ("classroom-resources/autograding-grading-reporter"
@@ -215,7 +212,7 @@ def _install(what: str = "", cwd: str = "", bwrap: bool = False, workflow_in: st
 def workflow(mode: str = "visible", torch: str | None = None, repository: str | None = None,
              ref: str = "main") -> str:
     """The text of ``.github/workflows/classroom.yml`` for ``mode``."""
-    torch = torch or f"{DEFAULT_TORCH} --index-url {CPU_INDEX}"
+    torch = torch or CPU_TORCH
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
     text = HEADER.format(mode=mode, torch=torch.replace('"', '\\"'))
@@ -331,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="hidden mode: the private repository holding this grader")
     t.add_argument("--grader-ref", default="main", help="its branch or tag (default main)")
     t.add_argument("--torch", help="what the workflow pip-installs first (default "
-                                   f"{DEFAULT_TORCH} from the CPU wheel index)")
+                                   f"{CPU_TORCH}: the CPU build)")
     g = commands.add_parser("grade", help="the workflow's step: grade, write the record")
     g.add_argument("submission", type=Path)
     g.add_argument("--record", type=Path, required=True, help="where the Grade is written")

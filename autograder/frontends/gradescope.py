@@ -64,7 +64,13 @@ OTHER_COMMANDS = ("autograder/frontends/batch.py", "autograder/frontends/nbgrade
 GRADER_FAILED = ("Your submission could not be graded: the autograder failed on its side. "
                  "This is not a verdict on your code, and the 0 shown is not your grade: your "
                  "instructor can see what went wrong and will regrade it.")
-DEFAULT_TORCH = "torch==2.13.0"  # the Makefile's $(TORCH): the same pinned environment
+DEFAULT_TORCH = "torch==2.13.0"  # the pinned torch, in every install
+#: PyTorch's CPU wheel index: pip takes torch and its dependencies from it (PyPI's Linux wheel
+#: is the CUDA build, gigabytes of GPU libraries the grader never uses).
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+#: What every install takes for torch unless told otherwise: the pinned torch's CPU build. The
+#: Makefile's TORCH_DEFAULT is the same text (tests/test_makefile.py holds them equal).
+CPU_TORCH = f"{DEFAULT_TORCH} --index-url {CPU_INDEX}"
 
 SETUP_SH = """\
 #!/usr/bin/env bash
@@ -258,7 +264,7 @@ def files(root: Path = ROOT) -> list[Path]:
     return sorted(seen | {Path(name) for name in (*DATA, *SETUP)})
 
 
-def build(out: Path, torch: str = DEFAULT_TORCH, visibility: str = DEFAULT_VISIBILITY,
+def build(out: Path, torch: str = CPU_TORCH, visibility: str = DEFAULT_VISIBILITY,
           root: Path = ROOT) -> Path:
     """Write the autograder zip to ``out``; returns ``out``."""
     if visibility not in VISIBILITIES:
@@ -276,8 +282,8 @@ def command_line() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m autograder.frontends.gradescope",
                                      description="Build the Gradescope autograder zip.")
     parser.add_argument("--out", type=Path, default=Path("build/autograder.zip"))
-    parser.add_argument("--torch", default=DEFAULT_TORCH,
-                        help=f"what setup.sh pip-installs first (default {DEFAULT_TORCH})")
+    parser.add_argument("--torch", default=CPU_TORCH,
+                        help=f"what setup.sh pip-installs first (default {CPU_TORCH})")
     flag, visibility = ARGUMENTS["visibility"]  # grade's own choices and default
     parser.add_argument(flag, **{**visibility, "help": (
         "when learners see each hidden test's entry: its title, message and printed output "

@@ -19,8 +19,7 @@ from pathlib import Path
 from lumen.stages import STAGE_NAMES, SUBMISSION_FILES
 
 from ..views.report import write_atomic
-from .classroom import CPU_INDEX
-from .gradescope import DEFAULT_TORCH, ROOT, files
+from .gradescope import CPU_TORCH, ROOT, files
 from .prairielearn import DEFAULT_VISIBILITY, SETTINGS, VISIBILITIES
 
 QUESTION = "embeddingLayer"  # the question's id (its folder in questions/)
@@ -94,7 +93,7 @@ def build(out: Path, image: str = DEFAULT_IMAGE, visibility: str = DEFAULT_VISIB
     image_dir = out / "image"
     write_atomic(image_dir / "Dockerfile", DOCKERFILE.format(
         image=image, home=IMAGE_HOME,
-        torch=torch or f"{DEFAULT_TORCH} --index-url {CPU_INDEX}"))
+        torch=torch or CPU_TORCH))
     write_atomic(image_dir / ".dockerignore", ".venv\n**/__pycache__\n")
     for path in files():  # the same files as the Gradescope zip: nothing of tests/ or solutions
         target = image_dir / path
@@ -114,8 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--visibility", choices=VISIBILITIES, default=DEFAULT_VISIBILITY,
                    help="hidden (default): students see their per-stage scores; visible: "
                         "each check's title, message and printed output too")
-    b.add_argument("--torch", help="what the image pip-installs first (default: torch==2.13.0's "
-                                   "CPU build; PyPI's Linux wheel is the CUDA build)")
+    b.add_argument("--torch", help=f"what the image pip-installs first (default {CPU_TORCH}: "
+                                   "the CPU build; PyPI's Linux wheel is the CUDA build)")
     args = parser.parse_args(argv)
     out = build(args.out, args.image, args.visibility, args.torch)
     print(f"wrote {out / 'questions' / QUESTION} (copy it into your course's questions/) and "
