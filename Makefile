@@ -53,7 +53,7 @@ $(TORCH_STAMP): $(VENV)/.python FORCE
 	  echo "installing $(TORCH)"; \
 	  $(PY) -m pip install -q --force-reinstall $(TORCH) && echo "$(TORCH)" > $@; fi
 
-$(VENV)/.grading: requirements.txt $(TORCH_STAMP)
+$(VENV)/.grading: requirements.txt requirements-grader.txt $(TORCH_STAMP)
 	@$(MAKE) --no-print-directory sandbox
 	$(PY) -m pip install -q -r requirements.txt
 	touch $@

@@ -40,10 +40,21 @@ class HandoutError(Exception):
     """The handout cannot be built as it stands; the message says what to do."""
 
 
+def requirement_lines(path: Path) -> list[str]:
+    """The lines of the requirements file ``path``, each ``-r FILE`` replaced by FILE's own
+    (relative to ``path``'s folder, as pip reads it)."""
+    lines = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        included = re.fullmatch(r"\s*-r\s+(\S+)\s*(#.*)?", line)
+        lines += requirement_lines(path.parent / included[1]) if included else [line]
+    return lines
+
+
 def requirements(root: Path = ROOT) -> str:
-    """requirements.txt's pins, minus torch (installed first) and the grader-only packages."""
+    """requirements.txt's pins (those it includes too), minus torch (installed first) and the
+    grader-only packages."""
     lines = [REQUIREMENTS_HEADER]
-    for line in (root / "requirements.txt").read_text(encoding="utf-8").splitlines():
+    for line in requirement_lines(root / "requirements.txt"):
         name = re.split(r"[=<>!~ \[#]", line.strip(), maxsplit=1)[0].lower()
         if name and name not in GRADER_ONLY and name != "torch":
             lines.append(line + "\n")

@@ -32,7 +32,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from autograder.boundary.launcher import BwrapLauncher
-from autograder.frontends import classroom, classroom_runner
+from autograder.frontends import classroom, classroom_runner, gradescope
 from autograder.results import Grade, TestResult, score
 from autograder.rubric import load
 from autograder.views import report
@@ -265,7 +265,8 @@ def test_a_push_reuses_the_environment_and_supersedes_older_runs(mode):
     files = set(classroom.template_files("visible"))
     layout = {"visible-tests": {"": files}, "grade": {"": files}} if mode == "visible" else {
         "visible-tests": {"": files},
-        "grade": {"submission/": files, "grader/": {"requirements.txt"}}}
+        "grade": {"submission/": files,
+                  "grader/": {"requirements.txt", gradescope.GRADER_REQUIREMENTS}}}
     keys = {}
     for name, job in flow["jobs"].items():
         if name not in layout:
@@ -284,6 +285,8 @@ def test_a_push_reuses_the_environment_and_supersedes_older_runs(mode):
             assert path.removeprefix(prefix) in layout[name][prefix], (name, path)
         assert any(p.endswith(classroom.WORKFLOW) for p in paths)  # it holds $TORCH
         assert any(p.endswith("requirements.txt") for p in paths)
+        if folder:  # this repository's requirements.txt, and what it includes
+            assert f"{folder}/{gradescope.GRADER_REQUIREMENTS}" in paths
         keys[name] = cache["with"]["key"].split("${{")[0]
         for step in steps:
             if "bubblewrap" in step.get("run", ""):

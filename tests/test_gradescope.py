@@ -50,13 +50,14 @@ def test_zip_holds_the_scripts_and_the_grader(autograder_zip):
                    "autograder/rubric.toml", "autograder/suites/test_embedding.py",
                    "autograder/sandboxed/worker.py", "autograder/sandboxed/loader.py",
                    "autograder/sandboxed/probes/tying.py", "lumen/embeddings.py",
-                   "solutions/stubber.py", "requirements.txt"):
+                   "solutions/stubber.py", gradescope.GRADER_REQUIREMENTS):
         assert needed in names, f"{needed} is missing from the autograder zip"
     assert modes["setup.sh"] & stat.S_IXUSR and modes["run_autograder"] & stat.S_IXUSR
     assert not [n for n in names if n.startswith(("tests/", "exercises/", ".venv/"))]
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     assert 'TORCH="${TORCH:-torch==2.13.0}"' in setup  # pinned, and overridable
-    assert "-r requirements.txt" in setup and "bubblewrap" in setup
+    assert f"-r {gradescope.GRADER_REQUIREMENTS}" in setup and "bubblewrap" in setup
+    assert "requirements.txt" not in names, "make setup's whole environment: not the grader's"
     subprocess.run(["bash", "-n", "-c", setup], check=True)  # it parses
 
 
@@ -114,7 +115,8 @@ def test_zip_ships_nothing_grading_does_not_need(autograder_zip):
         names = set(archive.namelist())
     for unneeded in ("solutions/course/", "solutions/handout.py", "solutions/README.md",
                      "solutions/zips.py", "solutions/release.py", "solutions/notebook.py",
-                     "requirements-dev.txt", "handout/", "tools/", "benchmarks/", "Makefile",
+                     "requirements.txt", "requirements-dev.txt", "handout/", "tools/",
+                     "benchmarks/", "Makefile",
                      "README.md", ".github/"):
         assert not [n for n in names if n == unneeded or n.startswith(unneeded)], unneeded
     solutions = {n for n in names if n.startswith("solutions/")}

@@ -222,7 +222,8 @@ def test_the_question_and_the_image(tmp_path):
     assert "bubblewrap" in docker and 'ARG TORCH="torch==2.13.0 --index-url ' \
         f'{gradescope.CPU_INDEX}"' in docker, "the CPU build: PyPI's Linux wheel is CUDA's"
     assert " $TORCH " in docker and '"$TORCH"' not in docker, "unquoted: requirement, options"
-    assert "-r requirements.txt" in docker and f"WORKDIR {prairielearn_build.IMAGE_HOME}" in docker
+    assert f"-r {gradescope.GRADER_REQUIREMENTS}" in docker and "requirements.txt" not in docker
+    assert f"WORKDIR {prairielearn_build.IMAGE_HOME}" in docker
     assert "python:3.11" in lines[0]
     for line in lines:  # docker build fails on a COPY of a file the build folder lacks
         if line.split()[0] == "COPY":

@@ -46,7 +46,7 @@ from ..rubric import RubricError, load
 from ..views import report as views
 from ..words import counted
 from . import classroom_runner
-from .gradescope import CPU_TORCH
+from .gradescope import CPU_TORCH, GRADER_REQUIREMENTS
 
 WORKFLOW = ".github/workflows/classroom.yml"
 RUNNER_SCRIPT = ".github/classroom/lumen_classroom.py"
@@ -197,13 +197,16 @@ def _reporter() -> str:
     return REPORTER_STEP.format(reporter=REPORTER, env=env, runners=",".join(_runner_ids()))
 
 
-def _install(what: str = "", cwd: str = "", bwrap: bool = False, workflow_in: str = "") -> str:
+def _install(what: str = "", cwd: str = "", bwrap: bool = False, workflow_in: str = "",
+             included: tuple[str, ...] = ()) -> str:
     """The install steps of a job whose environment lives in ``cwd`` and whose workflow file
-    was checked out under ``workflow_in`` (both relative to the job's workspace). The grader's
-    cache key has a prefix of its own: the visible tests' environment, saved after learner code
-    ran in it unsandboxed, must never be restored into the grading job."""
+    was checked out under ``workflow_in`` (both relative to the job's workspace); ``included``:
+    the files its requirements.txt includes (``-r``), which pin it too. The grader's cache key
+    has a prefix of its own: the visible tests' environment, saved after learner code ran in it
+    unsandboxed, must never be restored into the grading job."""
     folder = f"{cwd}/" if cwd else ""
-    pins = ", ".join(f"'{p}'" for p in (f"{workflow_in}{WORKFLOW}", f"{folder}requirements.txt"))
+    pins = ", ".join(f"'{p}'" for p in (f"{workflow_in}{WORKFLOW}", f"{folder}requirements.txt",
+                                        *(folder + name for name in included)))
     return INSTALL.format(what=what, cwd=f"working-directory: {cwd}\n        " if cwd else "",
                           bwrap=BWRAP if bwrap else "", venv=f"{folder}.venv", pins=pins,
                           role=f"{cwd}-" if cwd else "")
@@ -225,7 +228,8 @@ def workflow(mode: str = "visible", torch: str | None = None, repository: str | 
                          "private copy of this repository, which the workflow checks out")
     return text + HIDDEN_JOBS.format(
         install_visible=_install(" (torch, requirements.txt)"),
-        install_grader=_install(cwd="grader", bwrap=True, workflow_in="submission/"),
+        install_grader=_install(cwd="grader", bwrap=True, workflow_in="submission/",
+                                included=(GRADER_REQUIREMENTS,)),
         repository=repository, ref=json.dumps(ref), secret=TOKEN_SECRET, reporter=_reporter(),
         sandbox=options.BWRAP)  # asked for by name: a runner without bwrap fails, never runs bare
 

@@ -8,7 +8,8 @@ builds the image; then, for every submission, ``run_autograder``, which grades
 scripts and exactly the files a grade reads (``files``): every module it imports, found by
 following the imports from where a grade starts (``ENTRIES``: the grade command, the hidden
 suites pytest collects, the program run in the sandbox), the data files it opens (``DATA``),
-and setup.sh's requirements.txt. So lumen's reference modules are in it (the hidden suites
+and setup.sh's requirements-grader.txt (a grade's pins: not the notebook's, nbgrader's or the
+figures'). So lumen's reference modules are in it (the hidden suites
 compare against them in the grader's process) and the stub maker (solutions/stubber.py), but
 not the other commands' front ends (``OTHER_COMMANDS``), lumen's CLI, figures, page or
 tokenizer, the learners' exercises/, this repository's tests, the nbgrader course source or
@@ -55,8 +56,11 @@ ENTRIES = ("autograder/__main__.py", "autograder/suites/conftest.py",
            "autograder/suites/test_*.py", "autograder/sandboxed/worker.py")
 #: What a grade opens that is not a module: the rubric and the suites' pytest settings.
 DATA = ("autograder/rubric.toml", "autograder/suites/pytest.ini")
+#: The pins a grade needs beside torch, all that setup.sh and the PrairieLearn image install
+#: (requirements.txt includes them, with the course's tools: the notebook, nbgrader, figures).
+GRADER_REQUIREMENTS = "requirements-grader.txt"
 #: What setup.sh reads when Gradescope builds the image.
-SETUP = ("requirements.txt",)
+SETUP = (GRADER_REQUIREMENTS,)
 #: The other commands' front ends: __main__ imports each only inside its own command.
 OTHER_COMMANDS = ("autograder/frontends/batch.py", "autograder/frontends/nbgrade.py",
                   "autograder/frontends/exports.py", "autograder/frontends/shards.py")
@@ -112,7 +116,8 @@ if [ -z "$PYTHON" ]; then
     PYTHON=python3.11
 fi
 
-# The same pinned environment as `make setup`: torch first, then requirements.txt.
+# The pinned environment a grade needs: torch first, then {requirements}: not the
+# notebook's, nbgrader's or the figures' packages, which make setup installs beside them.
 if "$PYTHON" -m venv .venv; then
     GRADER_PYTHON="$PWD/.venv/bin/python"
 else  # no venv module: the system pip, as Gradescope's own examples do
@@ -122,7 +127,7 @@ else  # no venv module: the system pip, as Gradescope's own examples do
 fi
 "$GRADER_PYTHON" -m pip install -q --upgrade pip
 "$GRADER_PYTHON" -m pip install -q $TORCH  # unquoted: it may carry --index-url URL
-"$GRADER_PYTHON" -m pip install -q -r requirements.txt
+"$GRADER_PYTHON" -m pip install -q -r {requirements}
 echo "$GRADER_PYTHON" > .python  # run_autograder's interpreter
 echo "lumen autograder: set up for $("$GRADER_PYTHON" --version)"
 """
@@ -269,7 +274,8 @@ def build(out: Path, torch: str = CPU_TORCH, visibility: str = DEFAULT_VISIBILIT
     """Write the autograder zip to ``out``; returns ``out``."""
     if visibility not in VISIBILITIES:
         raise ValueError(f"visibility must be one of {VISIBILITIES}, not {visibility!r}")
-    setup = SETUP_SH.format(torch=torch, probe=shlex.join(PROBE))
+    setup = SETUP_SH.format(torch=torch, probe=shlex.join(PROBE),
+                            requirements=GRADER_REQUIREMENTS)
     run = RUN_AUTOGRADER.format(visibility=visibility, failed=failed_results(),
                                 limit=TIME_LIMIT, check=CHECK)
     entries = [("setup.sh", setup.encode(), True), ("run_autograder", run.encode(), True)]

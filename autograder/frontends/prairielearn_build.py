@@ -19,7 +19,7 @@ from pathlib import Path
 from lumen.stages import STAGE_NAMES, SUBMISSION_FILES
 
 from ..views.report import write_atomic
-from .gradescope import CPU_TORCH, ROOT, files
+from .gradescope import CPU_TORCH, GRADER_REQUIREMENTS, ROOT, files
 from .prairielearn import DEFAULT_VISIBILITY, SETTINGS, VISIBILITIES
 
 QUESTION = "embeddingLayer"  # the question's id (its folder in questions/)
@@ -59,10 +59,11 @@ RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends bubblew
     && rm -rf /var/lib/apt/lists/*
 WORKDIR {home}
 ARG TORCH="{torch}"
-COPY requirements.txt ./
-# The pinned environment, as make setup installs it: torch first, then requirements.txt.
+COPY {requirements} ./
+# The pinned environment a grade needs: torch first, then {requirements}: not the
+# notebook's, nbgrader's or the figures' packages, which make setup installs beside them.
 RUN python -m venv .venv && .venv/bin/pip install -q --no-cache-dir $TORCH \\
-    && .venv/bin/pip install -q --no-cache-dir -r requirements.txt
+    && .venv/bin/pip install -q --no-cache-dir -r {requirements}
 COPY . .
 ENV PYTHONDONTWRITEBYTECODE=1
 """
@@ -92,7 +93,7 @@ def build(out: Path, image: str = DEFAULT_IMAGE, visibility: str = DEFAULT_VISIB
                  json.dumps({"visibility": visibility, "stages": None}, indent=2) + "\n")
     image_dir = out / "image"
     write_atomic(image_dir / "Dockerfile", DOCKERFILE.format(
-        image=image, home=IMAGE_HOME,
+        image=image, home=IMAGE_HOME, requirements=GRADER_REQUIREMENTS,
         torch=torch or CPU_TORCH))
     write_atomic(image_dir / ".dockerignore", ".venv\n**/__pycache__\n")
     for path in files():  # the same files as the Gradescope zip: nothing of tests/ or solutions
