@@ -8,6 +8,11 @@ SUBMISSION ?= exercises
 # unsafe-process. Every grading target passes it on.
 SANDBOX ?= bwrap
 PY := $(VENV)/bin/python
+# A value a user passes (SUBMISSION, DUE, IMAGE, ...) as one shell word, exactly as given:
+# single-quoted, each ' in it written '\''. Every such value goes to its command so; TORCH
+# goes to pip unquoted on purpose (a requirement and its options), and PYTEST_ARGS to pytest
+# (any number of options).
+quote = '$(subst ','\'',$(1))'
 # The torch build the grader runs: TORCH_DEFAULT, the pinned torch's CPU build from PyTorch's
 # CPU wheel index (PyPI's Linux wheel is the CUDA build, several GB of GPU libraries), unless
 # TORCH says otherwise (a GPU runner: make grade-cuda TORCH="torch==2.13.0 --index-url <a
@@ -45,13 +50,13 @@ $(VENV)/.python:
 	touch $@
 
 $(TORCH_STAMP): $(VENV)/.python FORCE
-	@if [ "$$(cat $@ 2>/dev/null)" = "$(TORCH)" ]; then :; \
-	elif [ "$(TORCH)" = "$(TORCH_DEFAULT)" ] && [ "$$($(PY) -c 'from importlib.metadata import \
+	@if [ "$$(cat $@ 2>/dev/null)" = $(call quote,$(TORCH)) ]; then :; \
+	elif [ $(call quote,$(TORCH)) = $(call quote,$(TORCH_DEFAULT)) ] && [ "$$($(PY) -c 'from importlib.metadata import \
 	    version; print(version("torch"))' 2>/dev/null)" = "$(TORCH_CPU_VERSION)" ]; then \
-	  echo "$(TORCH)" > $@; \
+	  echo $(call quote,$(TORCH)) > $@; \
 	else \
-	  echo "installing $(TORCH)"; \
-	  $(PY) -m pip install -q --force-reinstall $(TORCH) && echo "$(TORCH)" > $@; fi
+	  echo installing $(call quote,$(TORCH)); \
+	  $(PY) -m pip install -q --force-reinstall $(TORCH) && echo $(call quote,$(TORCH)) > $@; fi
 
 $(VENV)/.grading: requirements.txt requirements-grader.txt $(TORCH_STAMP)
 	@$(MAKE) --no-print-directory sandbox
@@ -64,12 +69,12 @@ $(VENV)/.dev: $(VENV)/.grading requirements-dev.txt
 	touch $@
 
 sandbox:                     ## bubblewrap for learner code, installed where we may; fails without it (SANDBOX=unsafe-process: see README)
-	@[ "$(SANDBOX)" = unsafe-process ] || command -v bwrap >/dev/null || \
+	@[ $(call quote,$(SANDBOX)) = unsafe-process ] || command -v bwrap >/dev/null || \
 	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 	    (apt-get install -y -q bubblewrap >/dev/null 2>&1 || \
 	     (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q bubblewrap >/dev/null 2>&1)); } || \
 	  echo "error: bubblewrap (bwrap) is not installed, and installing it needs root and apt-get"
-	@$(PY) -m autograder.boundary.launcher --sandbox $(SANDBOX)
+	@$(PY) -m autograder.boundary.launcher --sandbox $(call quote,$(SANDBOX))
 
 browser:                     ## Chromium for the offline page's browser test, where we may install it
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
@@ -81,10 +86,11 @@ setup: $(VENV)/.grading      ## the grading environment
 setup-dev: $(VENV)/.dev      ## plus what the repository's own tests need
 
 grade: setup                 ## grade $(SUBMISSION) (default: exercises/), stage by stage
-	$(PY) -m autograder grade $(SUBMISSION) --sandbox $(SANDBOX)
+	$(PY) -m autograder grade $(call quote,$(SUBMISSION)) --sandbox $(call quote,$(SANDBOX))
 
 grade-cuda: setup            ## the same on CPU and CUDA (a GPU runner: pass TORCH once, see above)
-	$(PY) -m autograder grade $(SUBMISSION) --device cuda --sandbox $(SANDBOX)
+	$(PY) -m autograder grade $(call quote,$(SUBMISSION)) --device cuda \
+	  --sandbox $(call quote,$(SANDBOX))
 
 # The repository's tests in two tiers (tests/conftest.py decides which test is where; README,
 # "Which tests to run when"): together they run every test once. Both use TEST_WORKERS
@@ -128,7 +134,8 @@ benchmark-shards: setup-dev  ## a class as 1 shard and as 2 shards side by side 
 # after_published or visible (README, "Gradescope and the handout").
 VISIBILITY ?= after_due_date
 gradescope: setup            ## build/autograder.zip: upload it to Gradescope as the autograder (VISIBILITY=after_due_date)
-	$(PY) -m autograder.frontends.gradescope --out build/autograder.zip --torch "$(TORCH)" --visibility "$(VISIBILITY)"
+	$(PY) -m autograder.frontends.gradescope --out build/autograder.zip \
+	  --torch $(call quote,$(TORCH)) --visibility $(call quote,$(VISIBILITY))
 
 # PrairieLearn's question folder and grading image (README.md, "PrairieLearn"). IMAGE: the
 # image info.json names; PL_VISIBILITY: hidden (stage scores only) or visible (every check);
@@ -136,13 +143,15 @@ gradescope: setup            ## build/autograder.zip: upload it to Gradescope as
 IMAGE ?= lumen-grader:latest
 PL_VISIBILITY ?= hidden
 prairielearn: setup          ## build/prairielearn/: the question (info.json, question.html, tests/) and the grading image's Dockerfile
-	$(PY) -m autograder.frontends.prairielearn_build build --out build/prairielearn --image "$(IMAGE)" \
-	  --visibility "$(PL_VISIBILITY)" $(if $(PL_TORCH),--torch "$(PL_TORCH)")
+	$(PY) -m autograder.frontends.prairielearn_build build --out build/prairielearn \
+	  --image $(call quote,$(IMAGE)) --visibility $(call quote,$(PL_VISIBILITY)) \
+	  $(if $(PL_TORCH),--torch $(call quote,$(PL_TORCH)))
 
 nbgrade: setup               ## grade SUBMISSIONS (a folder per learner, or nbgrader collect's submitted/) through nbgrader, in build/nbgrader (DUE=, LATE_PENALTY=none|zero)
-	@test -n "$(SUBMISSIONS)" || { echo "make nbgrade SUBMISSIONS=DIR: a folder of learners' folders, or the submitted/ folder nbgrader collect or zip_collect wrote"; exit 2; }
-	$(PY) -m autograder nbgrade $(SUBMISSIONS) --sandbox $(SANDBOX) \
-	  $(if $(DUE),--due "$(DUE)") $(if $(LATE_PENALTY),--late-penalty $(LATE_PENALTY))
+	@test -n $(call quote,$(SUBMISSIONS)) || { echo "make nbgrade SUBMISSIONS=DIR: a folder of learners' folders, or the submitted/ folder nbgrader collect or zip_collect wrote"; exit 2; }
+	$(PY) -m autograder nbgrade $(call quote,$(SUBMISSIONS)) --sandbox $(call quote,$(SANDBOX)) \
+	  $(if $(DUE),--due $(call quote,$(DUE))) \
+	  $(if $(LATE_PENALTY),--late-penalty $(call quote,$(LATE_PENALTY)))
 
 handout: setup               ## build/handout.zip: what learners receive (exercises/, README)
 	$(PY) -m solutions.handout --out build/handout.zip
@@ -150,7 +159,7 @@ handout: setup               ## build/handout.zip: what learners receive (exerci
 .PHONY: classroom
 classroom: setup             ## build/classroom/: a GitHub Classroom template repository (GRADER_REPO=owner/name: hidden suites)
 	$(PY) -m autograder.frontends.classroom template --out build/classroom \
-	  $(if $(GRADER_REPO),--mode hidden --grader-repository $(GRADER_REPO),--mode visible)
+	  $(if $(GRADER_REPO),--mode hidden --grader-repository $(call quote,$(GRADER_REPO)),--mode visible)
 
 lint: setup-dev
 	$(PY) -m ruff check .

@@ -95,7 +95,7 @@ def test_the_former_default_moves_to_the_cpu_build_without_reinstalling_it(tmp_p
 
 
 def test_a_chosen_torch_is_kept_and_a_new_one_installed_once(tmp_path):
-    cuda = f"{gradescope.DEFAULT_TORCH} --index-url https://download.pytorch.org/whl/cu130"
+    cuda = CUDA_TORCH
     venv = fake_venv(tmp_path / "venv", stamp=cuda, torch_version="2.13.0+cu130")
     assert stamp_torch(venv) == [], "a GPU runner's choice is kept by later commands"
     assert (venv / ".torch").read_text().strip() == cuda
@@ -107,6 +107,74 @@ def test_a_chosen_torch_is_kept_and_a_new_one_installed_once(tmp_path):
 
 def test_make_gradescope_builds_with_the_cpu_build():
     done = make("-n", "gradescope", "VENV=/nonexistent")
-    [command] = [line for line in done.stdout.splitlines() if "frontends.gradescope" in line]
-    argv = shlex.split(command)
+    [argv] = [a for a in _commands(done.stdout) if "autograder.frontends.gradescope" in a]
     assert argv[argv.index("--torch") + 1] == gradescope.CPU_TORCH
+
+
+#: What a user passes that the Makefile hands to a command: (target, variable, its flag or None
+#: for a positional argument). Each value must arrive as one argument, exactly as given.
+PASSED_ON = [
+    ("grade", "SUBMISSION", None), ("grade-cuda", "SUBMISSION", None),
+    ("grade", "SANDBOX", "--sandbox"), ("nbgrade", "SUBMISSIONS", None),
+    ("nbgrade", "DUE", "--due"), ("nbgrade", "LATE_PENALTY", "--late-penalty"),
+    ("gradescope", "VISIBILITY", "--visibility"), ("gradescope", "TORCH", "--torch"),
+    ("prairielearn", "IMAGE", "--image"), ("prairielearn", "PL_VISIBILITY", "--visibility"),
+    ("prairielearn", "PL_TORCH", "--torch"), ("classroom", "GRADER_REPO", "--grader-repository"),
+]
+AWKWARD = "Ann's \"final\" try (2).zip"  # spaces, both quotes, parentheses
+CUDA_TORCH = f"{gradescope.DEFAULT_TORCH} --index-url https://download.pytorch.org/whl/cu130"
+
+
+def _commands(text: str) -> list[list[str]]:
+    """The shell commands `make -n` printed, each split as the shell will split it."""
+    return [shlex.split(line) for line in text.replace("\\\n", " ").splitlines()
+            if line.strip() and not line.startswith("make")]
+
+
+@pytest.mark.parametrize("target, variable, flag", PASSED_ON,
+                         ids=[f"{t}-{v}" for t, v, _ in PASSED_ON])
+def test_a_value_with_spaces_and_quotes_reaches_the_command_as_one_argument(target, variable,
+                                                                            flag):
+    # TORCH also goes to pip as words (a requirement and its options): no quotes in it
+    value = CUDA_TORCH if variable == "TORCH" else AWKWARD
+    done = make("-n", target, f"{variable}={value}", "VENV=/nonexistent")
+    assert done.returncode == 0, done.stderr
+    commands = [a for a in _commands(done.stdout) if a[:1] == ["/nonexistent/bin/python"]
+                and "pip" not in a]
+    given = [a for a in commands if (flag in a if flag else value in a)]
+    assert given, commands
+    for argv in given:
+        assert argv[argv.index(flag) + 1] == value if flag else value in argv, argv
+
+
+def _stamped_venv(folder: Path) -> Path:
+    """A VENV that make finds set up (stamped, newer than the requirements): this checkout's
+    .venv seen through links, so make installs nothing and the real interpreter grades."""
+    real = (ROOT / ".venv").resolve()
+    (folder / "bin").mkdir(parents=True)
+    (folder / "bin" / "python").symlink_to((real / "bin" / "python").resolve())
+    (folder / "lib").symlink_to(real / "lib")
+    (folder / "pyvenv.cfg").write_text((real / "pyvenv.cfg").read_text())
+    for stamp in (".python", ".torch", ".grading"):
+        (folder / stamp).write_text(gradescope.CPU_TORCH + "\n" if stamp == ".torch" else "")
+    return folder
+
+
+def test_make_grade_grades_a_zip_whose_name_has_spaces(tmp_path):
+    """`make grade SUBMISSION="a name with spaces.zip"`, really run: the grader reads the zip."""
+    import zipfile
+
+    from lumen.stages import SUBMISSION_FILES
+
+    folder = tmp_path / "the class's submissions"
+    folder.mkdir()
+    submission = folder / "a name with spaces.zip"
+    with zipfile.ZipFile(submission, "w") as archive:
+        for name in SUBMISSION_FILES:
+            archive.write(ROOT / "lumen" / name, name)
+    venv = _stamped_venv(tmp_path / "venv")
+    # unsafe-process: bubblewrap shows learner code the venv's folders, not its links' targets
+    done = make("grade", f"SUBMISSION={submission}", f"VENV={venv}", "SANDBOX=unsafe-process")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "pip" not in done.stdout, "it installed: the stamped venv was not taken as set up"
+    assert "100.0 / 100" in done.stdout, done.stdout[-3000:]
