@@ -78,11 +78,9 @@ def contents(root: Path = ROOT) -> dict[str, bytes]:
     exercises = root / "exercises"
     edited = release.edited(exercises) if exercises.resolve() == release.EXERCISES else []
     if edited:
-        raise HandoutError(
-            f"exercises/ holds edits ({', '.join(p.as_posix() for p in edited)}), and the "
-            "handout is the release as generated: commit or copy them elsewhere and run "
-            "`make release FORCE=1` (it keeps a backup of each in exercises/.backup-<time>/), "
-            "or undo them with `git checkout -- exercises/`; then `make handout`")
+        raise HandoutError(release.edits_refusal(
+            edited, exercises, why="the handout is the release as generated") +
+            "; then `make handout`")
     stale = release.stale(exercises)
     if stale:
         raise HandoutError(f"exercises/ is stale ({', '.join(p.as_posix() for p in stale)}): "

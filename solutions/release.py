@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import shlex
 import shutil
 import subprocess
 import sys
@@ -201,6 +202,23 @@ def edited(target: Path = EXERCISES) -> list[Path]:
     return found
 
 
+def edits_refusal(paths: Collection[Path], target: Path = EXERCISES,
+                  why: str = "regenerating would overwrite them") -> str:
+    """Why ``paths`` (generated files under ``target`` that hold edits) stop a command, and
+    both ways on: keep the edits (the release's --force backs each up) or drop them. The
+    release and the handout refuse in these words."""
+    names = ", ".join(p.as_posix() for p in paths)
+    if target.resolve() == EXERCISES:
+        shown, force = "exercises/", "make release FORCE=1"
+        drop = "undo them with `git checkout -- exercises/`"
+    else:
+        shown = f"{target}/"
+        force = f"python -m solutions.release --target {shlex.quote(str(target))} --force"
+        drop = "delete them (the release writes them afresh)"
+    return (f"{shown} holds edits ({names}), and {why}: commit or copy them elsewhere and run "
+            f"`{force}` (it keeps a backup of each in {shown}.backup-<time>/), or {drop}")
+
+
 def write(target: Path = EXERCISES, solved: Collection[str] = (), force: bool = False,
           out=None) -> list[Path]:
     """Write every generated file whose text changed; return those paths.
@@ -211,10 +229,7 @@ def write(target: Path = EXERCISES, solved: Collection[str] = (), force: bool = 
     """
     mine = edited(target)
     if mine and not force:
-        names = ", ".join(str(target / p) for p in mine)
-        raise ReleaseError(f"{names} hold edits that regenerating would overwrite; copy or "
-                           "commit them first, or run `make stubs FORCE=1` (python -m "
-                           "solutions.release --force), which keeps a backup of each")
+        raise ReleaseError(edits_refusal(mine, target))
     if mine:
         backup = target / f".backup-{time.strftime('%Y%m%d-%H%M%S')}"
         for path in mine:

@@ -25,6 +25,11 @@ FULL: dict[str, str] = {
                            "test_batch.py keeps the batch front end fast",
     "test_release.py::test_pip_install_editable_leaves_nothing_untracked":
         "a fresh virtual environment and two pip runs",
+    "test_release.py::test_make_release_refuses_edits_saying_how_to_keep_or_drop_them":
+        "the release's own command in a scratch copy: nbgrader renders the lab notebook to "
+        "tell edits apart (~10 s of CPU, 30 s beside other workers); the same words are "
+        "checked fast in test_handout.py::test_edited_exercises_are_named_as_edits_with_both_"
+        "ways_out, through release.write",
     "test_release.py::test_each_stage_needs_only_the_stages_before_it":
         "five handouts, each a fresh pytest of the visible tests (~25 s in all); the "
         "self-check's runs on lumen and on the stubs stay fast",

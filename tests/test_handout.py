@@ -269,8 +269,11 @@ def test_edited_exercises_are_named_as_edits_with_both_ways_out(tmp_path, monkey
     path.write_bytes(path.read_bytes() + b"\n# a learner's note\n")
     with pytest.raises(handout.HandoutError) as caught:
         handout.contents(tmp_path)
-    with pytest.raises(release.ReleaseError, match="hold edits"):
+    with pytest.raises(release.ReleaseError, match=r"holds edits \(embeddings.py\)") as refused:
         release.write(exercises)  # what the old message sent the user to: it refuses
     message = str(caught.value)
     assert "holds edits (embeddings.py)" in message and "stale" not in message
-    assert "make release FORCE=1" in message and "git checkout -- exercises/" in message
+    for text in (message, str(refused.value)):  # the handout's words and the release's
+        assert "make release FORCE=1" in text and "git checkout -- exercises/" in text
+        assert "a backup of each in exercises/.backup-<time>/" in text, text
+        assert "make stubs" not in text, text

@@ -399,7 +399,7 @@ def test_regenerating_never_silently_overwrites_a_learners_edits(tmp_path, capsy
     mine.write_text(mine.read_text() + "\n# my own work\n")
     before = (target / "params.py").read_text()
     (target / "params.py").write_text(before)  # untouched content: not an edit
-    with pytest.raises(release.ReleaseError, match="embeddings.py hold edits"):
+    with pytest.raises(release.ReleaseError, match=r"holds edits \(embeddings.py\)"):
         release.write(target)
     assert "# my own work" in mine.read_text(), "refused: nothing was written"
     release.write(target, force=True)
@@ -408,6 +408,27 @@ def test_regenerating_never_silently_overwrites_a_learners_edits(tmp_path, capsy
     assert backups and "# my own work" in backups[0].read_text()
     assert "kept your edited files in" in capsys.readouterr().out
     assert release.edited(target) == []
+
+
+def test_make_release_refuses_edits_saying_how_to_keep_or_drop_them(tmp_path):
+    """`make release` (python -m solutions.release) on an exercises/ with a learner's edits, in
+    a scratch copy of the repository: refused in the handout's words, with the command the
+    README names (make release FORCE=1), where the backup goes and how to drop the edits."""
+    repo = tmp_path / "repo"
+    shutil.copytree(ROOT, repo, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "__pycache__", ".hypothesis", ".ruff_cache", "build", ".backup-*"))
+    mine = repo / "exercises" / "embeddings.py"
+    mine.write_text(mine.read_text(encoding="utf-8") + "\n# my own work\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "solutions.release"], cwd=repo,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.startswith("error: exercises/ holds edits (embeddings.py), and "
+                                  "regenerating would overwrite them: "), done.stderr
+    for told in ("commit or copy them elsewhere", "`make release FORCE=1`",
+                 "a backup of each in exercises/.backup-<time>/",
+                 "undo them with `git checkout -- exercises/`"):
+        assert told in done.stderr, (told, done.stderr)
+    assert "make stubs" not in done.stderr and "# my own work" in mine.read_text()
 
 
 def test_pip_install_editable_leaves_nothing_untracked(tmp_path):
