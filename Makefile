@@ -1,5 +1,8 @@
 # Two commands for a newcomer: `make grade` (grade exercises/) and `make test` (this repo's tests).
-# Both create .venv and install the pinned environment on first use.
+# Both create .venv and install the pinned environment on first use. `make help`, and `make`
+# alone (the default goal, so that it sets nothing up), lists every target with its ## text:
+# each target has one (tests/test_makefile.py holds them to it).
+.DEFAULT_GOAL := help
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -38,7 +41,7 @@ endif
 TORCH := $(or $(TORCH),$(TORCH_DEFAULT))
 endif
 
-.PHONY: FORCE setup setup-dev sandbox grade grade-cuda test test-all check lint stubs mutation benchmark clean \
+.PHONY: FORCE help setup setup-dev sandbox grade grade-cuda test test-all lint stubs mutation benchmark clean \
 	benchmark-batch gradescope handout seeds gpu-check browser release nbgrade benchmark-nbgrade \
 	prairielearn benchmark-shards
 
@@ -68,6 +71,11 @@ $(VENV)/.dev: $(VENV)/.grading requirements-dev.txt
 	$(PY) -m pip install -q -r requirements-dev.txt
 	touch $@
 
+help:                        ## this list: every target and what it does (also plain `make`)
+	@echo "make TARGET [NAME=value ...]: the targets, in the Makefile's order (README.md says more)"
+	@awk -F ':[^=]*## ' '/^[a-z][a-z0-9_-]*:[^=]*## / {printf "  make %-18s %s\n", $$1, $$2}' \
+	  $(call quote,$(firstword $(MAKEFILE_LIST)))
+
 sandbox:                     ## bubblewrap for learner code, installed where we may; fails without it (SANDBOX=unsafe-process: see README)
 	@[ $(call quote,$(SANDBOX)) = unsafe-process ] || command -v bwrap >/dev/null || \
 	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
@@ -85,10 +93,10 @@ browser:                     ## Chromium for the offline page's browser test, wh
 setup: $(VENV)/.grading      ## the grading environment
 setup-dev: $(VENV)/.dev      ## plus what the repository's own tests need
 
-grade: setup                 ## grade $(SUBMISSION) (default: exercises/), stage by stage
+grade: setup                 ## grade SUBMISSION (default: exercises/), stage by stage (SANDBOX=bwrap)
 	$(PY) -m autograder grade $(call quote,$(SUBMISSION)) --sandbox $(call quote,$(SANDBOX))
 
-grade-cuda: setup            ## the same on CPU and CUDA (a GPU runner: pass TORCH once, see above)
+grade-cuda: setup            ## the same on CPU and CUDA (a GPU runner: pass TORCH once, README says how)
 	$(PY) -m autograder grade $(call quote,$(SUBMISSION)) --device cuda \
 	  --sandbox $(call quote,$(SANDBOX))
 
@@ -161,8 +169,8 @@ classroom: setup             ## build/classroom/: a GitHub Classroom template re
 	$(PY) -m autograder.frontends.classroom template --out build/classroom \
 	  $(if $(GRADER_REPO),--mode hidden --grader-repository $(call quote,$(GRADER_REPO)),--mode visible)
 
-lint: setup-dev
+lint: setup-dev              ## ruff over the whole repository, with pyproject.toml's rules
 	$(PY) -m ruff check .
 
-clean:
+clean:                       ## remove .venv and build/: the next command sets everything up again
 	rm -rf $(VENV) build

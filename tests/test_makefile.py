@@ -7,6 +7,7 @@ version the test gives it.
 
 from __future__ import annotations
 
+import re
 import shlex
 import shutil
 import subprocess
@@ -178,3 +179,30 @@ def test_make_grade_grades_a_zip_whose_name_has_spaces(tmp_path):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "pip" not in done.stdout, "it installed: the stamped venv was not taken as set up"
     assert "100.0 / 100" in done.stdout, done.stdout[-3000:]
+
+
+def _declared_targets() -> dict[str, str]:
+    """Every named target the Makefile declares, in order, with its ``##`` text ('' if none)."""
+    text = (ROOT / "Makefile").read_text(encoding="utf-8")
+    return {m[1]: (m[2] or "").strip()
+            for m in re.finditer(r"^([a-z][\w-]*):[^=\n]*?(?:##(.*))?$", text, re.M)}
+
+
+def test_make_help_lists_every_target_with_what_it_does():
+    """`make help` (and `make` alone, which only lists) names every target the Makefile
+    declares, each with its ## text: a target added without one fails here."""
+    targets = _declared_targets()
+    assert {"help", "grade", "test", "lint", "clean"} <= set(targets)
+    assert not [t for t, says in targets.items() if not says], "targets without ## text"
+    text = (ROOT / "Makefile").read_text(encoding="utf-8")
+    phony = {name for line in re.findall(r"^\.PHONY:((?:.*\\\n)*.*)", text, re.M)
+             for name in line.replace("\\\n", " ").split()} - {"FORCE"}
+    assert phony == set(targets), "every target is .PHONY, and .PHONY names only targets"
+    for goal in (["help"], []):
+        done = make("-s", *goal, "VENV=/nonexistent")
+        assert done.returncode == 0, done.stderr
+        lines = done.stdout.splitlines()
+        for target, says in targets.items():
+            [line] = [line for line in lines if line.split()[1:2] == [target]]
+            assert line.split(None, 2)[::2] == ["make", says], (target, line)
+    assert not Path("/nonexistent").exists(), "make alone set nothing up"
