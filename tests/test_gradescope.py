@@ -79,7 +79,7 @@ def test_the_zip_holds_exactly_what_a_grade_reads(autograder_zip, tmp_path):
     """run_autograder grades lumen from the unpacked zip under strace, following every process
     (the grader's, pytest's and the sandbox's, where source/autograder/sandboxed/ is seen as
     /grader): the files it opened from source/ are exactly the zip's, less the scripts and
-    setup.sh's requirements.txt. Without bytecode caches, every module imported is opened."""
+    setup.sh's requirements-grader.txt. Without bytecode caches, every module imported is opened."""
     root = _gradescope_root(autograder_zip, tmp_path)
     log = tmp_path / "trace.txt"
     env = {**_run_env(root), "PYTHONDONTWRITEBYTECODE": "1"}
