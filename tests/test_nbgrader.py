@@ -1,12 +1,14 @@
 """nbgrader, for real: the release comes from generate_assignment, and a class goes through
 nbgrader's own autograde, feedback and export, with our grader's scores in its gradebook.
 
-One pipeline run (``python -m autograder nbgrade``) over fixture learners: complete (with
-written answers), partial, the stubs, a notebook that is not JSON, a hostile notebook (cells
-that would forge outputs, rewrite the gradebook, redefine the checks and raise, and .py files
-that warn on stderr at import), a renamed notebook, and one with a graded cell deleted and
-another edited. Their per-stage scores in nbgrader's gradebook must equal what
-``python -m autograder grade`` gives the same files, and formgrader, running, must show them.
+One pipeline run (``python -m autograder nbgrade``, in a subprocess as a user types it) over
+fixture learners: complete (with written answers), partial, the stubs, a notebook that is not
+JSON, a hostile notebook (cells that would forge outputs, rewrite the gradebook, redefine the
+checks and raise, and .py files that warn on stderr at import), a renamed notebook, one with a
+graded cell deleted and another edited, and a folder whose name is not a student id. Their
+per-stage scores in nbgrader's gradebook must equal what ``python -m autograder grade`` gives
+the same files, and formgrader, running, must show them. ``make nbgrade``'s command runs a
+class of two in the full tier.
 A second class goes through nbgrader's own zip_collect first: its layout, its timestamps (late
 penalties) and a rerun that regrades only what changed.
 """
@@ -16,8 +18,11 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shlex
 import shutil
 import sqlite3
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -112,6 +117,15 @@ def _answered(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
+def _nbgrade(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess:
+    """``python -m autograder nbgrade ARGS``, as a user types it, in this repository."""
+    return subprocess.run([sys.executable, "-m", "autograder", "nbgrade", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+DUE = "2026-12-01 17:00:00 UTC"
+
+
 @pytest.fixture(scope="module")
 def nbgraded(tmp_path_factory):
     """(exit status, course folder, learners' folders, what the run printed)."""
@@ -161,10 +175,8 @@ def nbgraded(tmp_path_factory):
             nbformat.write(nb, target)
     (learners / "not a student id").mkdir()
     course = root / "course"
-    log = root / "progress.txt"
-    with open(log, "w") as progress:
-        code = nbgrade.run(learners, course, jobs=1, progress=progress)
-    return code, course, learners, log.read_text(), marker
+    done = _nbgrade(str(learners), "--course", str(course), "--jobs", "1")
+    return done.returncode, course, learners, done.stderr, marker
 
 
 def _reference(learners: Path) -> dict[str, dict[str, float]]:
@@ -386,6 +398,75 @@ def test_broken_renamed_and_cut_notebooks_are_told_why(nbgraded):
     assert "not a readable notebook" in feedback
 
 
+def test_the_nbgrade_command_runs_as_a_user_types_it(tmp_path):
+    """``python -m autograder nbgrade``, in a subprocess: its help, and a SUBMISSIONS folder
+    that is not there, refused (exit 2) before any course is made."""
+    helped = _nbgrade("--help", timeout=120)
+    assert helped.returncode == 0, helped.stderr
+    assert helped.stdout.startswith("usage: python -m autograder nbgrade "), helped.stdout
+    assert "--late-penalty" in helped.stdout and "--course" in helped.stdout
+    missing = _nbgrade(str(tmp_path / "nowhere"), "--course", str(tmp_path / "course"),
+                       timeout=120)
+    assert missing.returncode == 2, missing.stderr
+    assert missing.stderr.splitlines()[0] == \
+        f"error: no folder of submissions at {tmp_path / 'nowhere'}", missing.stderr
+    assert not (tmp_path / "course").exists()
+
+
+def _make_nbgrade(**variables: str) -> list[str]:
+    """The command ``make nbgrade`` runs with ``variables``, as make prints it (``make -n``,
+    its setup taken as done: the environment is installed)."""
+    shown = subprocess.run(["make", "-n", "-o", "setup", "nbgrade",
+                            *(f"{k}={v}" for k, v in variables.items())],
+                           cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    lines = [x for x in shown.stdout.replace("\\\n", " ").splitlines()
+             if " -m autograder nbgrade " in x]
+    assert len(lines) == 1, shown.stdout
+    return shlex.split(lines[0])
+
+
+def test_make_nbgrade_runs_the_command():
+    """``make nbgrade SUBMISSIONS=DIR [DUE= LATE_PENALTY=]`` runs ``python -m autograder
+    nbgrade DIR`` with the sandbox and those options; without SUBMISSIONS it says what to pass
+    (exit 2) and runs nothing."""
+    assert _make_nbgrade(SUBMISSIONS="class") == [
+        ".venv/bin/python", "-m", "autograder", "nbgrade", "class", "--sandbox", "bwrap"]
+    assert _make_nbgrade(SUBMISSIONS="class", DUE=DUE, LATE_PENALTY="zero", SANDBOX="x")[4:] == [
+        "class", "--sandbox", "x", "--due", DUE, "--late-penalty", "zero"]
+    bare = subprocess.run(["make", "-o", "setup", "nbgrade"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert bare.returncode == 2 and bare.stdout.startswith("make nbgrade SUBMISSIONS=DIR: "), bare
+
+
+def test_make_nbgrade_grades_a_class_of_two(tmp_path):
+    """The command ``make nbgrade SUBMISSIONS=DIR`` runs (``make -n``), run for real on two
+    learners (the solution and a partial one, their files as the handout makes them) with
+    ``--course`` in a folder of the test's: exit 0 (every learner graded), the closing line,
+    and each learner's stage scores in nbgrader's gradebook."""
+    submissions = tmp_path / "class"
+    solved = {"alice": STAGE_NAMES, "bob": PARTIAL}
+    for learner, stages in solved.items():
+        folder = submissions / learner
+        folder.mkdir(parents=True)
+        for path, text in release.submission(solved=stages).items():
+            (folder / path).write_text(text, encoding="utf-8")
+        shutil.copy(LAB, folder / notebook.NOTEBOOK)
+    course = tmp_path / "course"
+    command = _make_nbgrade(SUBMISSIONS=str(submissions))
+    done = subprocess.run([str(ROOT / command[0]), *command[1:], "--course", str(course)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stderr
+    closing = done.stderr.splitlines()[-1:]
+    assert closing[0].startswith(f"wrote {course / 'grades.csv'} (nbgrader's export)"), closing
+    book = nbgrade.gradebook_scores(course)
+    rubric = load_rubric()
+    for learner, stages in solved.items():
+        assert {s: book[learner][notebook.grade_id(s)] for s in STAGE_NAMES} == {
+            s: rubric.stage_max(s) if s in stages else 0.0 for s in STAGE_NAMES}, learner
+        assert (course / "feedback" / learner / nbgrade.ASSIGNMENT / "lab.html").is_file()
+
+
 def test_a_py_file_that_does_not_parse_is_told_in_the_feedback(nbgraded):
     """The grader's notes on the .py files (as every front end gives them) are in stages.csv
     and at the top of the learner's notebook, so nbgrader's feedback page carries them."""
@@ -477,7 +558,6 @@ def test_nothing_of_the_instructors_is_overwritten(tmp_path):
 
 # --- nbgrader's own layouts, late submissions and reruns ---------------------------------------
 
-DUE = "2026-12-01 17:00:00 UTC"
 #: When each learner submitted, as the LMS's download names it: zip_collect's timestamp group.
 SUBMITTED_AT = {"ontime": "20261130T120000Z", "late": "20261202T090000Z"}
 ZIP_COLLECT = '''
