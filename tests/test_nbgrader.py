@@ -398,6 +398,42 @@ def test_broken_renamed_and_cut_notebooks_are_told_why(nbgraded):
     assert "not a readable notebook" in feedback
 
 
+def test_a_folder_that_is_not_a_student_id_is_told_the_rule(nbgraded):
+    """A learner folder whose name is not a student id is refused with the rule (which README
+    names too), and the command exits 1, as grade-batch does when some learners could not be
+    graded: the others are all in nbgrader's gradebook."""
+    code, course, learners, progress, _ = nbgraded
+    rule = nbgrade.STUDENT_ID_RULE
+    assert code == 1, progress
+    assert set(nbgrade.gradebook_scores(course)) == {
+        p.name for p in learners.iterdir()} - {"not a student id"}
+    assert f"not graded: not a student id: the folder's name is the learner's student id in " \
+        f"nbgrader, and a student id is {rule}: rename the folder" in progress
+    assert rule in _csv(course / "stages.csv")["not a student id"]["notes"]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    nbgrader_section = readme.split("### nbgrader (JupyterHub courses)", 1)[1].split("\n### ")[0]
+    assert rule in " ".join(nbgrader_section.split()), "README's nbgrader section names the rule"
+    for name, valid in (("a" * 100, True), ("a" * 101, False), ("j.doe+1@uni-x.edu", True),
+                        ("_alice", False), ("9lives", True), ("zoë", False), ("a b", False),
+                        ("a,b", False)):
+        assert bool(nbgrade.STUDENT_ID.fullmatch(name)) is valid, name
+
+
+def test_the_closing_lines_name_the_files(nbgraded):
+    """The run ends by naming what it wrote: nbgrader's export and stages.csv, the folder of
+    nbgrader's feedback pages (one per learner graded), and each folder not graded."""
+    _, course, _, progress, _ = nbgraded
+    feedback = course / "feedback"
+    closing = progress.splitlines()[-3:]
+    assert closing[0].startswith(f"wrote {course / 'grades.csv'} (nbgrader's export) and "
+                                 f"{course / 'stages.csv'} in "), closing
+    assert closing[1].startswith(f"feedback: {feedback}/<learner>/{nbgrade.ASSIGNMENT}/"
+                                 "lab.html, a page per learner"), closing
+    assert sorted(p.parent.parent.name for p in feedback.glob(f"*/{nbgrade.ASSIGNMENT}/lab.html")
+                  ) == sorted(nbgrade.gradebook_scores(course))
+    assert closing[2].startswith("not graded: not a student id: "), closing
+
+
 def test_the_nbgrade_command_runs_as_a_user_types_it(tmp_path):
     """``python -m autograder nbgrade``, in a subprocess: its help, and a SUBMISSIONS folder
     that is not there, refused (exit 2) before any course is made."""
@@ -442,7 +478,7 @@ def test_make_nbgrade_runs_the_command():
 def test_make_nbgrade_grades_a_class_of_two(tmp_path):
     """The command ``make nbgrade SUBMISSIONS=DIR`` runs (``make -n``), run for real on two
     learners (the solution and a partial one, their files as the handout makes them) with
-    ``--course`` in a folder of the test's: exit 0 (every learner graded), the closing line,
+    ``--course`` in a folder of the test's: exit 0 (every learner graded), the closing lines,
     and each learner's stage scores in nbgrader's gradebook."""
     submissions = tmp_path / "class"
     solved = {"alice": STAGE_NAMES, "bob": PARTIAL}
@@ -457,8 +493,9 @@ def test_make_nbgrade_grades_a_class_of_two(tmp_path):
     done = subprocess.run([str(ROOT / command[0]), *command[1:], "--course", str(course)],
                           cwd=ROOT, capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, done.stderr
-    closing = done.stderr.splitlines()[-1:]
+    closing = done.stderr.splitlines()[-2:]
     assert closing[0].startswith(f"wrote {course / 'grades.csv'} (nbgrader's export)"), closing
+    assert closing[1].startswith(f"feedback: {course / 'feedback'}/<learner>/"), closing
     book = nbgrade.gradebook_scores(course)
     rubric = load_rubric()
     for learner, stages in solved.items():

@@ -1,6 +1,7 @@
 """Grading through nbgrader: ``python -m autograder nbgrade SUBMISSIONS [--course DIR]``.
 
-SUBMISSIONS holds one folder per learner, named by its student id (``learner_folders``): either
+SUBMISSIONS holds one folder per learner, named by its student id (``learner_folders``;
+``STUDENT_ID_RULE``; a folder named otherwise is listed as not graded, exit status 1): either
 the learner's files themselves (the lab notebook lab.ipynb and the three .py files), or the
 layout ``nbgrader collect`` and ``nbgrader zip_collect`` write, a course's
 ``submitted/<student>/embedding_layer/`` (pass that submitted/ folder). A ``timestamp.txt``
@@ -33,7 +34,8 @@ LateSubmissionPlugin's (``--late-penalty``). The pipeline, in a course folder (d
    own SaveAutoGrades records in the gradebook (formgrader shows it next to the written
    answers). The learner's notebook is never run: its cells cannot touch a grade.
 5. ``nbgrader generate_feedback`` and ``nbgrader export`` (side by side: both only read the
-   gradebook), and ``stages.csv``: per stage, from the gradebook.
+   gradebook), and ``stages.csv``: per stage, from the gradebook. The closing lines name
+   them and the feedback folder.
 
 The feedback HTML shows the learner's notebook, written answers and all. nbgrader's feedback
 template renders Markdown cells without nbconvert's ``sanitize_html`` (it overrides that
@@ -105,6 +107,10 @@ GRADES = "lumen"  # the course folder's subfolder of our grader's results
 OURS = ".lumen-nbgrade"  # marks a submitted/ tree as this command's copy
 MAX_NOTEBOOK = 16 << 20
 STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}")
+#: ``STUDENT_ID`` in words, for the learner folder it refuses and README: nbgrader puts the id
+#: in folder names, glob patterns and comma-separated lists of students (--student_id_exclude).
+STUDENT_ID_RULE = ("1 to 100 ASCII letters, digits and the characters _ . @ + -, the first a "
+                   "letter or digit")
 TIMESTAMP = "timestamp.txt"  # nbgrader's record of when a submission was made
 GRADED_FROM = "graded-from.txt"  # next to a learner's grade.json: the ``fingerprint`` graded
 
@@ -371,8 +377,9 @@ def learner_folders(submissions: Path) -> tuple[dict[str, Path], dict[str, str]]
                                     "makes them; an archive goes through nbgrader zip_collect "
                                     "first): unpack it into a folder")
         elif not STUDENT_ID.fullmatch(entry.name):
-            problems[entry.name] = ("nbgrader needs a student id of letters, digits and "
-                                    "_ . @ + -: rename the folder")
+            problems[entry.name] = (f"the folder's name is the learner's student id in "
+                                    f"nbgrader, and a student id is {STUDENT_ID_RULE}: rename "
+                                    "the folder (a rerun grades it)")
         elif (entry / ASSIGNMENT).is_dir() and not (entry / ASSIGNMENT).is_symlink():
             learners[entry.name] = entry / ASSIGNMENT
         elif any(os.path.lexists(entry / name) for name in LEARNER_FILES) or any(
@@ -803,6 +810,10 @@ def _nbgrader_steps(course: Path, learners: list[str], graded: list[str], failed
         for x in failed}})
     print(f"wrote {course / 'grades.csv'} (nbgrader's export) and {course / 'stages.csv'} in "
           f"{time.perf_counter() - started:.1f} s", file=progress)
+    if graded:
+        print(f"feedback: {course / 'feedback'}/<learner>/{ASSIGNMENT}/"
+              f"{Path(NOTEBOOK).stem}.html, a page per learner (nbgrader generate_feedback; "
+              f"nbgrader release_feedback {ASSIGNMENT} hands them out)", file=progress)
     for name, why in problems.items():
         print(f"not graded: {terminal(name, 100)}: {why}", file=progress)
     return 1 if failed or problems else 0
