@@ -2,19 +2,20 @@
 nbgrader's own autograde, feedback and export, with our grader's scores in its gradebook.
 
 One pipeline run (``python -m autograder nbgrade``, in a subprocess as a user types it) over
-fixture learners: complete (with written answers), partial, the stubs, a notebook that is not
-JSON, a hostile notebook (cells that would forge outputs, rewrite the gradebook, redefine the
-checks and raise, and .py files that warn on stderr at import), a renamed notebook, one with a
-graded cell deleted and another edited, and a folder whose name is not a student id. Their
-per-stage scores in nbgrader's gradebook must equal what ``python -m autograder grade`` gives
-the same files, and formgrader, running, must show them. ``make nbgrade``'s command runs a
-class of two in the full tier.
+fixture learners: complete (with written answers), partial (a written answer with a word wider
+than the page), the stubs, a notebook that is not JSON, a hostile notebook (cells that would
+forge outputs, rewrite the gradebook, redefine the checks and raise, and .py files that warn on
+stderr at import), a renamed notebook, one with a graded cell deleted and another edited, and
+a folder whose name is not a student id. Their per-stage scores in nbgrader's gradebook must
+equal what ``python -m autograder grade`` gives the same files, and formgrader, running, must
+show them. ``make nbgrade``'s command runs a class of two in the full tier.
 A second class goes through nbgrader's own zip_collect first: its layout, its timestamps (late
 penalties) and a rerun that regrades only what changed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -124,6 +125,8 @@ def _nbgrade(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess:
 
 
 DUE = "2026-12-01 17:00:00 UTC"
+#: An unbroken word longer than any page is wide, in a written answer.
+LONG_WORD = "embedding" * 40
 
 
 @pytest.fixture(scope="module")
@@ -168,6 +171,8 @@ def nbgraded(tmp_path_factory):
         if name == "cut":
             nb.cells.remove(_cell(nb, "stage_tying"))
             _cell(nb, "stage_init").source = "print(15.0)"
+        if name == "partial":
+            _cell(nb, "written-analogy").source = f"A word wider than the page: {LONG_WORD}."
         target = folder / ("lab-mine.ipynb" if name == "renamed" else notebook.NOTEBOOK)
         if name == "broken":
             target.write_text('{"cells": [', encoding="utf-8")
@@ -234,9 +239,25 @@ def test_a_failing_stage_is_not_called_unwritten():
         assert ("- embedding: t: x" in outputs[0].text) is not stub
 
 
+#: What in a page a reader must see whole: every <pre> (a check cell's output, a cell's code)
+#: and every rendered Markdown cell (a written answer), each no wider than it is shown.
+OVERFLOWING = """() => [...document.querySelectorAll('pre, .rendered_html')].filter(
+    e => e.scrollWidth > e.clientWidth + 1).map(e => [e.textContent.slice(0, 60), e.scrollWidth,
+                                                     e.clientWidth])"""
+
+
+def _wraps(tab) -> None:
+    """Nothing a reader must see is cut off on ``tab``'s narrow screen: no <pre> and no
+    Markdown cell is wider than its box, and the page is no wider than the screen."""
+    assert tab.evaluate(OVERFLOWING) == []
+    assert tab.evaluate("document.documentElement.scrollWidth <= "
+                        "document.documentElement.clientWidth + 1")
+
+
 def test_long_lines_wrap_in_the_feedback(nbgraded, open_page):
     """nbgrader's feedback page, opened in Chromium on a narrow screen: every check cell's
-    output wraps, so no <pre> is wider than the page and nothing of a diagnosis is cut off."""
+    output wraps, so no <pre> is wider than the page and nothing of a diagnosis is cut off;
+    a written answer's word wider than the page breaks too."""
     _, course, *_ = nbgraded
     tab = open_page(course / "feedback" / "partial" / nbgrade.ASSIGNMENT / "lab.html")
     tab.set_viewport_size({"width": 420, "height": 900})
@@ -245,6 +266,26 @@ def test_long_lines_wrap_in_the_feedback(nbgraded, open_page):
                           "p => [p.scrollWidth, p.clientWidth])")
     assert len(widths) == len(STAGE_NAMES), widths
     assert all(scroll <= client + 1 for scroll, client in widths), widths
+    assert tab.locator(f"text={LONG_WORD}").count() == 1
+    _wraps(tab)
+
+
+def test_every_page_carries_the_wrap_style(nbgraded, formgrader):
+    """The CSS that wraps long lines and words (``WRAP_CSS``: <pre> and rendered Markdown) is
+    in the <head> of every feedback page and of formgrader's grading page, as served."""
+    import urllib.request
+
+    _, course, *_ = nbgraded
+    pages = sorted((course / "feedback").glob(f"*/{nbgrade.ASSIGNMENT}/lab.html"))
+    assert len(pages) == len(nbgrade.gradebook_scores(course))
+    for page in pages:
+        head = page.read_text(encoding="utf-8").split("</head>", 1)[0]
+        assert head.count(nbgrade.WRAP_CSS) == 1, page
+    for submission in _submissions(formgrader).values():
+        with urllib.request.urlopen(f"{formgrader}/formgrader/submissions/{submission}/") as r:
+            head = r.read().decode("utf-8").split("</head>", 1)[0]
+        assert head.count(nbgrade.WRAP_CSS) == 1, submission
+    assert "pre {" in nbgrade.WRAP_CSS and ".rendered_html {" in nbgrade.WRAP_CSS
 
 
 #: formgrader's grading page loads MathJax from a CDN, and this browser is offline: this stands
@@ -300,25 +341,25 @@ def formgrader(nbgraded, tmp_path_factory):
         log.close()
 
 
-def test_formgrader_shows_every_learners_stage_scores_and_written_answers(
-        nbgraded, formgrader, browser):
-    """formgrader's own grading page for each learner, in Chromium, after its scripts ran: each
-    stage's score is the gradebook's (our grader's), and every written answer is there, waiting
-    for a mark by hand (answered) or 0 (left as released)."""
+def _submissions(base: str) -> dict[str, int]:
+    """learner -> formgrader's id of their submitted notebook, from formgrader's own API."""
     import urllib.request
 
-    _, course, learners, *_ = nbgraded
-    book = nbgrade.gradebook_scores(course)
-    with urllib.request.urlopen(f"{formgrader}/formgrader/api/submitted_notebooks/"
+    with urllib.request.urlopen(f"{base}/formgrader/api/submitted_notebooks/"
                                 f"{nbgrade.ASSIGNMENT}/lab") as reply:
-        submissions = {s["student"]: s["id"] for s in json.loads(reply.read())}
-    assert set(submissions) == set(book)
-    context = browser.new_context(viewport={"width": 1240, "height": 900})
+        return {s["student"]: s["id"] for s in json.loads(reply.read())}
+
+
+@contextlib.contextmanager
+def _formgrader_tab(browser, base: str, width: int = 1240):
+    """A Chromium tab for formgrader at ``base``, ``width`` pixels wide: it reaches formgrader
+    alone (MathJax, from a CDN, is stood in for). Yields (tab, page errors, other URLs)."""
+    context = browser.new_context(viewport={"width": width, "height": 900})
     errors, elsewhere = [], []
 
     def route(request):
         url = request.request.url
-        if url.startswith(formgrader):
+        if url.startswith(base):
             return request.continue_()
         elsewhere.append(url)
         if "mathjax" in url.lower():
@@ -328,15 +369,34 @@ def test_formgrader_shows_every_learners_stage_scores_and_written_answers(
     context.route("**/*", route)
     tab = context.new_page()
     tab.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        yield tab, errors, elsewhere
+    finally:
+        context.close()
+
+
+def _open_submission(tab, base: str, submission: int) -> None:
+    """formgrader's grading page of one submission, once its scripts have shown the grades."""
+    tab.goto(f"{base}/formgrader/submissions/{submission}/")
+    tab.wait_for_function("document.querySelector('input.score[placeholder]') || "
+                          "document.querySelector('input.needs_manual_grade')", timeout=30_000)
+    tab.wait_for_timeout(500)  # the last grade views
+
+
+def test_formgrader_shows_every_learners_stage_scores_and_written_answers(
+        nbgraded, formgrader, browser):
+    """formgrader's own grading page for each learner, in Chromium, after its scripts ran: each
+    stage's score is the gradebook's (our grader's), and every written answer is there, waiting
+    for a mark by hand (answered) or 0 (left as released)."""
+    _, course, learners, *_ = nbgraded
+    book = nbgrade.gradebook_scores(course)
+    submissions = _submissions(formgrader)
+    assert set(submissions) == set(book)
     answered = "Because b - a + c stays nearest to b itself."
     written = list(load_rubric().written)
-    try:
+    with _formgrader_tab(browser, formgrader) as (tab, errors, elsewhere):
         for learner, submission in sorted(submissions.items()):
-            tab.goto(f"{formgrader}/formgrader/submissions/{submission}/")
-            tab.wait_for_function("document.querySelector('input.score[placeholder]') || "
-                                  "document.querySelector('input.needs_manual_grade')",
-                                  timeout=30_000)
-            tab.wait_for_timeout(500)  # the last grade views
+            _open_submission(tab, formgrader, submission)
             shown = tab.evaluate("Object.fromEntries([...document.querySelectorAll("
                                  "'input.score')].map(i => [i.id, [i.placeholder, "
                                  "i.classList.contains('needs_manual_grade')]]))")
@@ -352,8 +412,20 @@ def test_formgrader_shows_every_learners_stage_scores_and_written_answers(
         assert not errors, errors
         assert {u.split("?")[0] for u in elsewhere} <= {
             "https://cdnjs.cloudflare.com/ajax/libs/mathjax/2.7.7/latest.js"}, elsewhere
-    finally:
-        context.close()
+
+
+def test_long_lines_wrap_in_formgrader(nbgraded, formgrader, browser):
+    """formgrader's grading page, served and opened in Chromium on a narrow screen: the check
+    cells' outputs and a written answer's word wider than the page wrap, none cut off at the
+    right edge."""
+    with _formgrader_tab(browser, formgrader, width=560) as (tab, errors, _):
+        _open_submission(tab, formgrader, _submissions(formgrader)["partial"])
+        assert tab.locator(f"text={LONG_WORD}").count() == 1
+        outputs = tab.evaluate("[...document.querySelectorAll('pre')].filter(p => "
+                               "p.textContent.includes('Graded by the course')).length")
+        assert outputs == len(STAGE_NAMES)
+        assert tab.evaluate(OVERFLOWING) == []
+        assert not errors, errors
 
 
 def test_no_learner_cell_runs_or_forges_anything(nbgraded):

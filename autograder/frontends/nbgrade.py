@@ -45,7 +45,8 @@ anchors; any other tag is shown as text), and ``sanitize_html`` covers raw cells
 The notes we put into the notebook are escaped as Markdown (``escape.markdown_inline``), and
 the learner's Markdown is inert from step 2 on, so this is a second line. Each
 feedback file is then read back (``live_html``): one that still holds live HTML is withheld,
-with a note, rather than sent.
+with a note, rather than sent. Long lines and words wrap there and in formgrader's grading
+page (``WrapLongLines``).
 
 Why a preprocessor in place of Execute (and not test cells run in the learner's kernel, as in
 stock nbgrader): whatever runs in that kernel runs as the instructor, next to the gradebook, and
@@ -71,10 +72,12 @@ import nbformat
 from jinja2 import pass_context
 from nbconvert.exporters import HTMLExporter
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.api import Gradebook
 from nbgrader.preprocessors import NbGraderPreprocessor
 from nbgrader.utils import parse_utc
-from traitlets import Enum, Unicode
+from pygments.style import Style
+from traitlets import Enum, Type, Unicode, Union
 
 from lumen.stages import STAGE_NAMES, SUBMISSION_FILES, stage
 from solutions import notebook
@@ -220,21 +223,39 @@ def safe_html(html: str) -> str:
                         protocols=SAFE_PROTOCOLS, strip_comments=True)
 
 
+#: Long lines and long words wrap, in the feedback page and in formgrader alike: nbgrader's
+#: templates keep each <pre> line whole (Bootstrap's pre) and a word unbroken, past the page's
+#: right edge, so a check cell's output or a written answer was cut off. ``!important``:
+#: formgrader's own style sheets come after this one, and Bootstrap's pre breaks every word.
+WRAP_CSS = ("pre { white-space: pre-wrap !important; overflow-wrap: anywhere !important; "
+            "word-break: break-word !important; }\n"
+            ".rendered_html { overflow-wrap: anywhere !important; "
+            "word-break: break-word !important; }\n")
+
+
+class WrapLongLines(CSSHTMLHeaderPreprocessor):
+    """The CSS nbgrader's templates write into <head> (``resources["inlining"]["css"]``):
+    Pygments' styles, as the classic template's own preprocessor makes them, then
+    ``WRAP_CSS``, for formgrader's grading page and the feedback page alike. That list is
+    made afresh by whichever such preprocessor runs last, so the course's configuration turns
+    nbconvert's off and runs this one in its place."""
+
+    style = Union([Unicode("default"), Type(klass=Style)], default_value="default",
+                  help="Pygments' style: the classic template's").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        nb, resources = super().preprocess(nb, resources)
+        resources["inlining"]["css"].append(WRAP_CSS)
+        return nb, resources
+
+
 class SafeFeedbackHTML(HTMLExporter):
     """nbconvert's HTML exporter with every Markdown cell's HTML cleaned (``safe_html``):
     the feedback template renders written answers with this filter and nothing else."""
 
-    #: Long lines wrap (nbgrader's feedback keeps each <pre> line whole, past the page's
-    #: edge): a diagnosis is read in full, not cut off. In <head>, with the template's styles.
-    WRAP = "<style>pre { white-space: pre-wrap; overflow-wrap: anywhere; }</style>\n"
-
     @pass_context
     def markdown2html(self, context, source):
         return safe_html(super().markdown2html(context, source))
-
-    def from_notebook_node(self, nb, resources=None, **kw):
-        html, resources = super().from_notebook_node(nb, resources, **kw)
-        return html.replace("</head>", self.WRAP + "</head>", 1), resources
 
 
 #: Attributes whose value is a URL, for ``live_html``.
@@ -308,7 +329,7 @@ sys.path.insert(0, {str(ROOT)!r})
 from nbconvert.preprocessors import ClearMetadataPreprocessor
 from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, IgnorePattern,
                                     LimitOutput, SaveAutoGrades)
-from autograder.frontends.nbgrade import SafeFeedbackHTML, SandboxedGrades
+from autograder.frontends.nbgrade import SafeFeedbackHTML, SandboxedGrades, WrapLongLines
 
 # The learner's .py files stay theirs in autograded/ (nbgrader would put the release's there).
 c.Autograde.exclude_overwriting = {{{ASSIGNMENT!r}: {list(SUBMISSION_FILES)!r}}}
@@ -321,6 +342,10 @@ c.SandboxedGrades.feedback = {feedback!r}
 # The feedback HTML holds the learner's written answers: sanitised (bleach), never live HTML.
 c.GenerateFeedback.exporter_class = SafeFeedbackHTML
 c.HTMLExporter.sanitize_html = True
+# Long lines and words wrap in formgrader's grading page and the feedback page: our header CSS
+# in place of nbconvert's (WrapLongLines).
+c.HTMLExporter.preprocessors = [WrapLongLines]
+c.CSSHTMLHeaderPreprocessor.enabled = False
 # A submission later than the gradebook's due date (its timestamp.txt): nbgrader's penalty.
 c.LateSubmissionPlugin.penalty_method = {late_penalty!r}
 '''
