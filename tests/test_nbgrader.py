@@ -5,10 +5,11 @@ One pipeline run (``python -m autograder nbgrade``, in a subprocess as a user ty
 fixture learners: complete (with written answers), partial (a written answer with a word wider
 than the page), the stubs, a notebook that is not JSON, a hostile notebook (cells that would
 forge outputs, rewrite the gradebook, redefine the checks and raise, and .py files that warn on
-stderr at import), a renamed notebook, one with a graded cell deleted and another edited, and
-a folder whose name is not a student id. Their per-stage scores in nbgrader's gradebook must
-equal what ``python -m autograder grade`` gives the same files, and formgrader, running, must
-show them. ``make nbgrade``'s command runs a class of two in the full tier.
+stderr at import), a renamed notebook, one with a graded cell deleted and another edited (and
+submitted late, under the 'zero' penalty), and a folder whose name is not a student id. Their
+per-stage scores in nbgrader's gradebook must equal what ``python -m autograder grade`` gives
+the same files, and formgrader, running, must show them. ``make nbgrade``'s command runs a
+class of two in the full tier.
 A second class goes through nbgrader's own zip_collect first: its layout, its timestamps (late
 penalties) and a rerun that regrades only what changed.
 """
@@ -125,8 +126,10 @@ def _nbgrade(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess:
 
 
 DUE = "2026-12-01 17:00:00 UTC"
+LATE = "2026-12-02 09:00:00 UTC"  # a timestamp.txt after DUE
 #: An unbroken word longer than any page is wide, in a written answer.
 LONG_WORD = "embedding" * 40
+LATE_NOTE = nbgrade.late_note(100)  # the late learner's, all of 100 points taken ('zero')
 
 
 @pytest.fixture(scope="module")
@@ -168,9 +171,10 @@ def nbgraded(tmp_path_factory):
             path = folder / "params.py"
             path.write_text(path.read_text(encoding="utf-8").replace("def ", "def (", 1),
                             encoding="utf-8")
-        if name == "cut":
+        if name == "cut":  # also late, under the 'zero' penalty
             nb.cells.remove(_cell(nb, "stage_tying"))
             _cell(nb, "stage_init").source = "print(15.0)"
+            (folder / nbgrade.TIMESTAMP).write_text(LATE + "\n", encoding="utf-8")
         if name == "partial":
             _cell(nb, "written-analogy").source = f"A word wider than the page: {LONG_WORD}."
         target = folder / ("lab-mine.ipynb" if name == "renamed" else notebook.NOTEBOOK)
@@ -180,7 +184,8 @@ def nbgraded(tmp_path_factory):
             nbformat.write(nb, target)
     (learners / "not a student id").mkdir()
     course = root / "course"
-    done = _nbgrade(str(learners), "--course", str(course), "--jobs", "1")
+    done = _nbgrade(str(learners), "--course", str(course), "--jobs", "1", "--due", DUE,
+                    "--late-penalty", "zero")
     return done.returncode, course, learners, done.stderr, marker
 
 
@@ -387,7 +392,8 @@ def test_formgrader_shows_every_learners_stage_scores_and_written_answers(
         nbgraded, formgrader, browser):
     """formgrader's own grading page for each learner, in Chromium, after its scripts ran: each
     stage's score is the gradebook's (our grader's), and every written answer is there, waiting
-    for a mark by hand (answered) or 0 (left as released)."""
+    for a mark by hand (answered) or 0 (left as released). The late learner's page says that
+    these scores are before nbgrader's late penalty."""
     _, course, learners, *_ = nbgraded
     book = nbgrade.gradebook_scores(course)
     submissions = _submissions(formgrader)
@@ -409,6 +415,7 @@ def test_formgrader_shows_every_learners_stage_scores_and_written_answers(
                 assert shown[gid][1] is waits, (learner, gid, shown[gid])
             if learner == "complete":
                 assert text.count(answered) == len(written), learner
+            assert (LATE_NOTE in text) is (learner == "cut"), learner
         assert not errors, errors
         assert {u.split("?")[0] for u in elsewhere} <= {
             "https://cdnjs.cloudflare.com/ajax/libs/mathjax/2.7.7/latest.js"}, elsewhere
@@ -491,19 +498,44 @@ def test_a_folder_that_is_not_a_student_id_is_told_the_rule(nbgraded):
         assert bool(nbgrade.STUDENT_ID.fullmatch(name)) is valid, name
 
 
-def test_the_closing_lines_name_the_files(nbgraded):
+def test_the_closing_lines_name_the_files_and_which_score_is_which(nbgraded):
     """The run ends by naming what it wrote: nbgrader's export and stages.csv, the folder of
-    nbgrader's feedback pages (one per learner graded), and each folder not graded."""
+    nbgrader's feedback pages (one per learner graded), which score is before and which after
+    nbgrader's late penalty, and each folder not graded."""
     _, course, _, progress, _ = nbgraded
     feedback = course / "feedback"
-    closing = progress.splitlines()[-3:]
+    closing = progress.splitlines()[-4:]
     assert closing[0].startswith(f"wrote {course / 'grades.csv'} (nbgrader's export) and "
                                  f"{course / 'stages.csv'} in "), closing
     assert closing[1].startswith(f"feedback: {feedback}/<learner>/{nbgrade.ASSIGNMENT}/"
                                  "lab.html, a page per learner"), closing
     assert sorted(p.parent.parent.name for p in feedback.glob(f"*/{nbgrade.ASSIGNMENT}/lab.html")
                   ) == sorted(nbgrade.gradebook_scores(course))
-    assert closing[2].startswith("not graded: not a student id: "), closing
+    assert closing[2] == ("late: nbgrader's late penalty took points from 1 learner (cut): "
+                          + nbgrade.LATE_SCORES), closing
+    assert closing[3].startswith("not graded: not a student id: "), closing
+
+
+def test_a_late_learner_is_told_the_scores_shown_are_before_the_penalty(nbgraded):
+    """nbgrader's late penalty ('zero') takes the late learner's score in its export
+    (grades.csv), not in the cells' scores formgrader and stages.csv show: the learner's graded
+    notebook says so at its top (formgrader shows it; the feedback page carries it), and so does
+    stages.csv. The learners on time are told nothing of the kind."""
+    _, course, *_ = nbgraded
+    grades = _csv(course / "grades.csv", key="student_id")
+    cut = grades["cut"]
+    assert float(cut["raw_score"]) == 100 and float(cut["late_submission_penalty"]) == 100
+    assert float(cut["score"]) == 0
+    stages = _csv(course / "stages.csv")
+    assert stages["cut"]["stages_total"] == "100" and LATE_NOTE in stages["cut"]["notes"]
+    graded = nbformat.read(course / "autograded" / "cut" / nbgrade.ASSIGNMENT / "lab.ipynb",
+                           as_version=4)
+    assert graded.cells[0].source == f"**Late:** {LATE_NOTE}"
+    html = (course / "feedback" / "cut" / nbgrade.ASSIGNMENT / "lab.html").read_text()
+    assert LATE_NOTE in html and "Late submission penalty (Score: -100.0)" in html
+    for learner in set(grades) - {"cut"}:
+        assert float(grades[learner]["late_submission_penalty"]) == 0, learner
+        assert "late penalty" not in stages[learner]["notes"], learner
 
 
 def test_the_nbgrade_command_runs_as_a_user_types_it(tmp_path):

@@ -32,7 +32,9 @@ LateSubmissionPlugin's (``--late-penalty``). The pipeline, in a course folder (d
 4. ``nbgrader autograde``, where ``SandboxedGrades`` takes the place of nbgrader's Execute:
    each stage's check cell gets the stage's score from step 3 as its output, which nbgrader's
    own SaveAutoGrades records in the gradebook (formgrader shows it next to the written
-   answers). The learner's notebook is never run: its cells cannot touch a grade.
+   answers). The learner's notebook is never run: its cells cannot touch a grade. A learner
+   nbgrader's late penalty took points from is told at the top of that graded notebook that
+   the scores shown with its cells are before it (``note_late``): grades.csv's is after it.
 5. ``nbgrader generate_feedback`` and ``nbgrader export`` (side by side: both only read the
    gradebook), and ``stages.csv``: per stage, from the gradebook. The closing lines name
    them and the feedback folder.
@@ -813,11 +815,15 @@ def _nbgrader_steps(course: Path, learners: list[str], graded: list[str], failed
     """nbgrader's autograde, feedback and export, then stages.csv; ``run``'s status."""
     export = functools.partial(notebook.nbgrader, course, "export", "--to",
                                str(course / "grades.csv"), timeout=600)
+    penalised: dict[str, float] = {}
     if graded:
         exclude = ",".join(failed)
         extra = [f"--CourseDirectory.student_id_exclude={exclude}"] if failed else []
         print(f"nbgrader autograde: {counted(len(graded), 'notebook')}", file=progress)
         notebook.nbgrader(course, "autograde", ASSIGNMENT, "--force", *extra, timeout=3600)
+        penalised = late_penalties(course, graded)
+        for learner, points in penalised.items():  # before the feedback, which shows it too
+            notes[learner] = [*notes.get(learner, []), note_late(course, learner, points)]
         with ThreadPoolExecutor(max_workers=1) as beside:  # both only read the gradebook
             exporting = beside.submit(export)
             notebook.nbgrader(course, "generate_feedback", ASSIGNMENT, "--force", *extra,
@@ -839,9 +845,45 @@ def _nbgrader_steps(course: Path, learners: list[str], graded: list[str], failed
         print(f"feedback: {course / 'feedback'}/<learner>/{ASSIGNMENT}/"
               f"{Path(NOTEBOOK).stem}.html, a page per learner (nbgrader generate_feedback; "
               f"nbgrader release_feedback {ASSIGNMENT} hands them out)", file=progress)
+    if penalised:
+        names = ", ".join(terminal(x, 100) for x in penalised)
+        print(f"late: nbgrader's late penalty took points from "
+              f"{counted(len(penalised), 'learner')} ({names}): {LATE_SCORES}", file=progress)
     for name, why in problems.items():
         print(f"not graded: {terminal(name, 100)}: {why}", file=progress)
     return 1 if failed or problems else 0
+
+
+#: Which score is which once nbgrader's late penalty took points (for the instructor).
+LATE_SCORES = ("grades.csv's score is after the penalty (raw_score before it, "
+               "late_submission_penalty the difference); formgrader, the feedback page's "
+               "cell scores and stages.csv show the scores before it")
+
+
+def late_penalties(course: Path, learners: list[str]) -> dict[str, float]:
+    """learner -> the points nbgrader's late penalty took from their score (its gradebook,
+    after autograde), for each of ``learners`` it took any from."""
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", notebook.COURSE_ID) as gb:
+        taken = {s.student.id: s.late_submission_penalty
+                 for s in gb.assignment_submissions(ASSIGNMENT)}
+    return {x: taken[x] for x in sorted(learners) if taken.get(x)}
+
+
+def late_note(points: float) -> str:
+    """The learner's note when nbgrader's late penalty took ``points`` from their score."""
+    return (f"submitted after the due date: nbgrader's late penalty takes {points:g} points "
+            "from your total; the score shown with each cell is before it")
+
+
+def note_late(course: Path, learner: str, points: float) -> str:
+    """``late_note`` at the top of the learner's graded notebook, after autograde: formgrader
+    shows it above the scores, and the feedback page carries it. The note, for stages.csv."""
+    note = late_note(points)
+    path = course / "autograded" / learner / ASSIGNMENT / NOTEBOOK
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.insert(0, nbformat.v4.new_markdown_cell(f"**Late:** {markdown_inline(note)}"))
+    nbformat.write(nb, path)
+    return note
 
 
 def gradebook_scores(course: Path) -> dict[str, dict[str, float | None]]:
