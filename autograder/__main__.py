@@ -8,6 +8,9 @@ learner was graded, 1 when some could not be (a rerun retries them), 2 when the 
 reason. ``--shard K/N`` grades one shard of the class, and ``merge-shards SHARD... --out
 grades.csv`` combines the shards into what one batch writes (``autograder/frontends/shards.py``).
 
+``python -m autograder nbgrade SUBMISSIONS [--course DIR]``: the same class through nbgrader, into
+its gradebook (``autograder/frontends/nbgrade.py``), with grade-batch's exit statuses.
+
 ``python -m autograder prairielearn [--root /grade]``: PrairieLearn's external grader
 (``autograder/frontends/prairielearn.py``).
 
@@ -170,8 +173,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in ("grade-batch", "nbgrade") and not _sandbox_ready(args.sandbox):
         return 2  # before any learner: a batch never grades a class without its sandbox
     if args.command == "nbgrade":
-        # a front end that imports nbgrader: only this command pays for it
-        from .frontends.nbgrade import NbgradeError, NotebookError
+        # a front end that imports nbgrader: only this command pays for it (nbgrader's own
+        # failures raise solutions.notebook's NotebookError, which the front end lets through)
+        from solutions.notebook import NotebookError
+
+        # the front end itself: the same wait
+        from .frontends.nbgrade import NbgradeError
         from .frontends.nbgrade import run as nbgrade
 
         if not args.submissions.is_dir():

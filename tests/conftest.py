@@ -42,6 +42,10 @@ FULL: dict[str, str] = {
         "a second nbgrader course, built once for these three (zip_collect's layout, late "
         "penalties, a rerun); nbgrader's pipeline stays fast in "
         "test_nbgraders_gradebook_agrees_with_the_grader"),
+    "test_nbgrader.py::test_make_nbgrade_grades_a_class_of_two":
+        "a third nbgrader course (~25 s), for the command make nbgrade runs, end to end; the "
+        "fast tier runs python -m autograder nbgrade itself (test_nbgrader.py's class) and "
+        "checks the Makefile's recipe with make -n",
     "test_same_notes.py": "one submission graded by five front ends (two minutes); the notes "
                           "are made in one place, grading.submission_notes, which "
                           "test_batch.py's fast test of a submission's name exercises",

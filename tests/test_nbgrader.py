@@ -1,23 +1,30 @@
 """nbgrader, for real: the release comes from generate_assignment, and a class goes through
 nbgrader's own autograde, feedback and export, with our grader's scores in its gradebook.
 
-One pipeline run (``python -m autograder nbgrade``) over fixture learners: complete (with
-written answers), partial, the stubs, a notebook that is not JSON, a hostile notebook (cells
-that would forge outputs, rewrite the gradebook, redefine the checks and raise, and .py files
-that warn on stderr at import), a renamed notebook, and one with a graded cell deleted and
-another edited. Their per-stage scores in nbgrader's gradebook must equal what
-``python -m autograder grade`` gives the same files, and formgrader, running, must show them.
+One pipeline run (``python -m autograder nbgrade``, in a subprocess as a user types it) over
+fixture learners: complete (with written answers), partial (a written answer with a word wider
+than the page), the stubs, a notebook that is not JSON, a hostile notebook (cells that would
+forge outputs, rewrite the gradebook, redefine the checks and raise, and .py files that warn on
+stderr at import), a renamed notebook, one with a graded cell deleted and another edited (and
+submitted late, under the 'zero' penalty), and a folder whose name is not a student id. Their
+per-stage scores in nbgrader's gradebook must equal what ``python -m autograder grade`` gives
+the same files, and formgrader, running, must show them. ``make nbgrade``'s command runs a
+class of two in the full tier.
 A second class goes through nbgrader's own zip_collect first: its layout, its timestamps (late
 penalties) and a rerun that regrades only what changed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
+import shlex
 import shutil
 import sqlite3
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -112,6 +119,19 @@ def _answered(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
+def _nbgrade(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess:
+    """``python -m autograder nbgrade ARGS``, as a user types it, in this repository."""
+    return subprocess.run([sys.executable, "-m", "autograder", "nbgrade", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+DUE = "2026-12-01 17:00:00 UTC"
+LATE = "2026-12-02 09:00:00 UTC"  # a timestamp.txt after DUE
+#: An unbroken word longer than any page is wide, in a written answer.
+LONG_WORD = "embedding" * 40
+LATE_NOTE = nbgrade.late_note(100)  # the late learner's, all of 100 points taken ('zero')
+
+
 @pytest.fixture(scope="module")
 def nbgraded(tmp_path_factory):
     """(exit status, course folder, learners' folders, what the run printed)."""
@@ -151,9 +171,12 @@ def nbgraded(tmp_path_factory):
             path = folder / "params.py"
             path.write_text(path.read_text(encoding="utf-8").replace("def ", "def (", 1),
                             encoding="utf-8")
-        if name == "cut":
+        if name == "cut":  # also late, under the 'zero' penalty
             nb.cells.remove(_cell(nb, "stage_tying"))
             _cell(nb, "stage_init").source = "print(15.0)"
+            (folder / nbgrade.TIMESTAMP).write_text(LATE + "\n", encoding="utf-8")
+        if name == "partial":
+            _cell(nb, "written-analogy").source = f"A word wider than the page: {LONG_WORD}."
         target = folder / ("lab-mine.ipynb" if name == "renamed" else notebook.NOTEBOOK)
         if name == "broken":
             target.write_text('{"cells": [', encoding="utf-8")
@@ -161,10 +184,9 @@ def nbgraded(tmp_path_factory):
             nbformat.write(nb, target)
     (learners / "not a student id").mkdir()
     course = root / "course"
-    log = root / "progress.txt"
-    with open(log, "w") as progress:
-        code = nbgrade.run(learners, course, jobs=1, progress=progress)
-    return code, course, learners, log.read_text(), marker
+    done = _nbgrade(str(learners), "--course", str(course), "--jobs", "1", "--due", DUE,
+                    "--late-penalty", "zero")
+    return done.returncode, course, learners, done.stderr, marker
 
 
 def _reference(learners: Path) -> dict[str, dict[str, float]]:
@@ -222,9 +244,25 @@ def test_a_failing_stage_is_not_called_unwritten():
         assert ("- embedding: t: x" in outputs[0].text) is not stub
 
 
+#: What in a page a reader must see whole: every <pre> (a check cell's output, a cell's code)
+#: and every rendered Markdown cell (a written answer), each no wider than it is shown.
+OVERFLOWING = """() => [...document.querySelectorAll('pre, .rendered_html')].filter(
+    e => e.scrollWidth > e.clientWidth + 1).map(e => [e.textContent.slice(0, 60), e.scrollWidth,
+                                                     e.clientWidth])"""
+
+
+def _wraps(tab) -> None:
+    """Nothing a reader must see is cut off on ``tab``'s narrow screen: no <pre> and no
+    Markdown cell is wider than its box, and the page is no wider than the screen."""
+    assert tab.evaluate(OVERFLOWING) == []
+    assert tab.evaluate("document.documentElement.scrollWidth <= "
+                        "document.documentElement.clientWidth + 1")
+
+
 def test_long_lines_wrap_in_the_feedback(nbgraded, open_page):
     """nbgrader's feedback page, opened in Chromium on a narrow screen: every check cell's
-    output wraps, so no <pre> is wider than the page and nothing of a diagnosis is cut off."""
+    output wraps, so no <pre> is wider than the page and nothing of a diagnosis is cut off;
+    a written answer's word wider than the page breaks too."""
     _, course, *_ = nbgraded
     tab = open_page(course / "feedback" / "partial" / nbgrade.ASSIGNMENT / "lab.html")
     tab.set_viewport_size({"width": 420, "height": 900})
@@ -233,6 +271,26 @@ def test_long_lines_wrap_in_the_feedback(nbgraded, open_page):
                           "p => [p.scrollWidth, p.clientWidth])")
     assert len(widths) == len(STAGE_NAMES), widths
     assert all(scroll <= client + 1 for scroll, client in widths), widths
+    assert tab.locator(f"text={LONG_WORD}").count() == 1
+    _wraps(tab)
+
+
+def test_every_page_carries_the_wrap_style(nbgraded, formgrader):
+    """The CSS that wraps long lines and words (``WRAP_CSS``: <pre> and rendered Markdown) is
+    in the <head> of every feedback page and of formgrader's grading page, as served."""
+    import urllib.request
+
+    _, course, *_ = nbgraded
+    pages = sorted((course / "feedback").glob(f"*/{nbgrade.ASSIGNMENT}/lab.html"))
+    assert len(pages) == len(nbgrade.gradebook_scores(course))
+    for page in pages:
+        head = page.read_text(encoding="utf-8").split("</head>", 1)[0]
+        assert head.count(nbgrade.WRAP_CSS) == 1, page
+    for submission in _submissions(formgrader).values():
+        with urllib.request.urlopen(f"{formgrader}/formgrader/submissions/{submission}/") as r:
+            head = r.read().decode("utf-8").split("</head>", 1)[0]
+        assert head.count(nbgrade.WRAP_CSS) == 1, submission
+    assert "pre {" in nbgrade.WRAP_CSS and ".rendered_html {" in nbgrade.WRAP_CSS
 
 
 #: formgrader's grading page loads MathJax from a CDN, and this browser is offline: this stands
@@ -288,25 +346,25 @@ def formgrader(nbgraded, tmp_path_factory):
         log.close()
 
 
-def test_formgrader_shows_every_learners_stage_scores_and_written_answers(
-        nbgraded, formgrader, browser):
-    """formgrader's own grading page for each learner, in Chromium, after its scripts ran: each
-    stage's score is the gradebook's (our grader's), and every written answer is there, waiting
-    for a mark by hand (answered) or 0 (left as released)."""
+def _submissions(base: str) -> dict[str, int]:
+    """learner -> formgrader's id of their submitted notebook, from formgrader's own API."""
     import urllib.request
 
-    _, course, learners, *_ = nbgraded
-    book = nbgrade.gradebook_scores(course)
-    with urllib.request.urlopen(f"{formgrader}/formgrader/api/submitted_notebooks/"
+    with urllib.request.urlopen(f"{base}/formgrader/api/submitted_notebooks/"
                                 f"{nbgrade.ASSIGNMENT}/lab") as reply:
-        submissions = {s["student"]: s["id"] for s in json.loads(reply.read())}
-    assert set(submissions) == set(book)
-    context = browser.new_context(viewport={"width": 1240, "height": 900})
+        return {s["student"]: s["id"] for s in json.loads(reply.read())}
+
+
+@contextlib.contextmanager
+def _formgrader_tab(browser, base: str, width: int = 1240):
+    """A Chromium tab for formgrader at ``base``, ``width`` pixels wide: it reaches formgrader
+    alone (MathJax, from a CDN, is stood in for). Yields (tab, page errors, other URLs)."""
+    context = browser.new_context(viewport={"width": width, "height": 900})
     errors, elsewhere = [], []
 
     def route(request):
         url = request.request.url
-        if url.startswith(formgrader):
+        if url.startswith(base):
             return request.continue_()
         elsewhere.append(url)
         if "mathjax" in url.lower():
@@ -316,15 +374,35 @@ def test_formgrader_shows_every_learners_stage_scores_and_written_answers(
     context.route("**/*", route)
     tab = context.new_page()
     tab.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        yield tab, errors, elsewhere
+    finally:
+        context.close()
+
+
+def _open_submission(tab, base: str, submission: int) -> None:
+    """formgrader's grading page of one submission, once its scripts have shown the grades."""
+    tab.goto(f"{base}/formgrader/submissions/{submission}/")
+    tab.wait_for_function("document.querySelector('input.score[placeholder]') || "
+                          "document.querySelector('input.needs_manual_grade')", timeout=30_000)
+    tab.wait_for_timeout(500)  # the last grade views
+
+
+def test_formgrader_shows_every_learners_stage_scores_and_written_answers(
+        nbgraded, formgrader, browser):
+    """formgrader's own grading page for each learner, in Chromium, after its scripts ran: each
+    stage's score is the gradebook's (our grader's), and every written answer is there, waiting
+    for a mark by hand (answered) or 0 (left as released). The late learner's page says that
+    these scores are before nbgrader's late penalty."""
+    _, course, learners, *_ = nbgraded
+    book = nbgrade.gradebook_scores(course)
+    submissions = _submissions(formgrader)
+    assert set(submissions) == set(book)
     answered = "Because b - a + c stays nearest to b itself."
     written = list(load_rubric().written)
-    try:
+    with _formgrader_tab(browser, formgrader) as (tab, errors, elsewhere):
         for learner, submission in sorted(submissions.items()):
-            tab.goto(f"{formgrader}/formgrader/submissions/{submission}/")
-            tab.wait_for_function("document.querySelector('input.score[placeholder]') || "
-                                  "document.querySelector('input.needs_manual_grade')",
-                                  timeout=30_000)
-            tab.wait_for_timeout(500)  # the last grade views
+            _open_submission(tab, formgrader, submission)
             shown = tab.evaluate("Object.fromEntries([...document.querySelectorAll("
                                  "'input.score')].map(i => [i.id, [i.placeholder, "
                                  "i.classList.contains('needs_manual_grade')]]))")
@@ -337,11 +415,24 @@ def test_formgrader_shows_every_learners_stage_scores_and_written_answers(
                 assert shown[gid][1] is waits, (learner, gid, shown[gid])
             if learner == "complete":
                 assert text.count(answered) == len(written), learner
+            assert (LATE_NOTE in text) is (learner == "cut"), learner
         assert not errors, errors
         assert {u.split("?")[0] for u in elsewhere} <= {
             "https://cdnjs.cloudflare.com/ajax/libs/mathjax/2.7.7/latest.js"}, elsewhere
-    finally:
-        context.close()
+
+
+def test_long_lines_wrap_in_formgrader(nbgraded, formgrader, browser):
+    """formgrader's grading page, served and opened in Chromium on a narrow screen: the check
+    cells' outputs and a written answer's word wider than the page wrap, none cut off at the
+    right edge."""
+    with _formgrader_tab(browser, formgrader, width=560) as (tab, errors, _):
+        _open_submission(tab, formgrader, _submissions(formgrader)["partial"])
+        assert tab.locator(f"text={LONG_WORD}").count() == 1
+        outputs = tab.evaluate("[...document.querySelectorAll('pre')].filter(p => "
+                               "p.textContent.includes('Graded by the course')).length")
+        assert outputs == len(STAGE_NAMES)
+        assert tab.evaluate(OVERFLOWING) == []
+        assert not errors, errors
 
 
 def test_no_learner_cell_runs_or_forges_anything(nbgraded):
@@ -384,6 +475,137 @@ def test_broken_renamed_and_cut_notebooks_are_told_why(nbgraded):
     assert "not graded: not a student id" in progress
     feedback = (course / "feedback" / "broken" / nbgrade.ASSIGNMENT / "lab.html").read_text()
     assert "not a readable notebook" in feedback
+
+
+def test_a_folder_that_is_not_a_student_id_is_told_the_rule(nbgraded):
+    """A learner folder whose name is not a student id is refused with the rule (which README
+    names too), and the command exits 1, as grade-batch does when some learners could not be
+    graded: the others are all in nbgrader's gradebook."""
+    code, course, learners, progress, _ = nbgraded
+    rule = nbgrade.STUDENT_ID_RULE
+    assert code == 1, progress
+    assert set(nbgrade.gradebook_scores(course)) == {
+        p.name for p in learners.iterdir()} - {"not a student id"}
+    assert f"not graded: not a student id: the folder's name is the learner's student id in " \
+        f"nbgrader, and a student id is {rule}: rename the folder" in progress
+    assert rule in _csv(course / "stages.csv")["not a student id"]["notes"]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    nbgrader_section = readme.split("### nbgrader (JupyterHub courses)", 1)[1].split("\n### ")[0]
+    assert rule in " ".join(nbgrader_section.split()), "README's nbgrader section names the rule"
+    for name, valid in (("a" * 100, True), ("a" * 101, False), ("j.doe+1@uni-x.edu", True),
+                        ("_alice", False), ("9lives", True), ("zoë", False), ("a b", False),
+                        ("a,b", False)):
+        assert bool(nbgrade.STUDENT_ID.fullmatch(name)) is valid, name
+
+
+def test_the_closing_lines_name_the_files_and_which_score_is_which(nbgraded):
+    """The run ends by naming what it wrote: nbgrader's export and stages.csv, the folder of
+    nbgrader's feedback pages (one per learner graded), which score is before and which after
+    nbgrader's late penalty, and each folder not graded."""
+    _, course, _, progress, _ = nbgraded
+    feedback = course / "feedback"
+    closing = progress.splitlines()[-4:]
+    assert closing[0].startswith(f"wrote {course / 'grades.csv'} (nbgrader's export) and "
+                                 f"{course / 'stages.csv'} in "), closing
+    assert closing[1].startswith(f"feedback: {feedback}/<learner>/{nbgrade.ASSIGNMENT}/"
+                                 "lab.html, a page per learner"), closing
+    assert sorted(p.parent.parent.name for p in feedback.glob(f"*/{nbgrade.ASSIGNMENT}/lab.html")
+                  ) == sorted(nbgrade.gradebook_scores(course))
+    assert closing[2] == ("late: nbgrader's late penalty took points from 1 learner (cut): "
+                          + nbgrade.LATE_SCORES), closing
+    assert closing[3].startswith("not graded: not a student id: "), closing
+
+
+def test_a_late_learner_is_told_the_scores_shown_are_before_the_penalty(nbgraded):
+    """nbgrader's late penalty ('zero') takes the late learner's score in its export
+    (grades.csv), not in the cells' scores formgrader and stages.csv show: the learner's graded
+    notebook says so at its top (formgrader shows it; the feedback page carries it), and so does
+    stages.csv. The learners on time are told nothing of the kind."""
+    _, course, *_ = nbgraded
+    grades = _csv(course / "grades.csv", key="student_id")
+    cut = grades["cut"]
+    assert float(cut["raw_score"]) == 100 and float(cut["late_submission_penalty"]) == 100
+    assert float(cut["score"]) == 0
+    stages = _csv(course / "stages.csv")
+    assert stages["cut"]["stages_total"] == "100" and LATE_NOTE in stages["cut"]["notes"]
+    graded = nbformat.read(course / "autograded" / "cut" / nbgrade.ASSIGNMENT / "lab.ipynb",
+                           as_version=4)
+    assert graded.cells[0].source == f"**Late:** {LATE_NOTE}"
+    html = (course / "feedback" / "cut" / nbgrade.ASSIGNMENT / "lab.html").read_text()
+    assert LATE_NOTE in html and "Late submission penalty (Score: -100.0)" in html
+    for learner in set(grades) - {"cut"}:
+        assert float(grades[learner]["late_submission_penalty"]) == 0, learner
+        assert "late penalty" not in stages[learner]["notes"], learner
+
+
+def test_the_nbgrade_command_runs_as_a_user_types_it(tmp_path):
+    """``python -m autograder nbgrade``, in a subprocess: its help, and a SUBMISSIONS folder
+    that is not there, refused (exit 2) before any course is made."""
+    helped = _nbgrade("--help", timeout=120)
+    assert helped.returncode == 0, helped.stderr
+    assert helped.stdout.startswith("usage: python -m autograder nbgrade "), helped.stdout
+    assert "--late-penalty" in helped.stdout and "--course" in helped.stdout
+    missing = _nbgrade(str(tmp_path / "nowhere"), "--course", str(tmp_path / "course"),
+                       timeout=120)
+    assert missing.returncode == 2, missing.stderr
+    assert missing.stderr.splitlines()[0] == \
+        f"error: no folder of submissions at {tmp_path / 'nowhere'}", missing.stderr
+    assert not (tmp_path / "course").exists()
+
+
+def _make_nbgrade(**variables: str) -> list[str]:
+    """The command ``make nbgrade`` runs with ``variables``, as make prints it (``make -n``,
+    its setup taken as done: the environment is installed)."""
+    shown = subprocess.run(["make", "-n", "-o", "setup", "nbgrade",
+                            *(f"{k}={v}" for k, v in variables.items())],
+                           cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    lines = [x for x in shown.stdout.replace("\\\n", " ").splitlines()
+             if " -m autograder nbgrade " in x]
+    assert len(lines) == 1, shown.stdout
+    return shlex.split(lines[0])
+
+
+def test_make_nbgrade_runs_the_command():
+    """``make nbgrade SUBMISSIONS=DIR [DUE= LATE_PENALTY=]`` runs ``python -m autograder
+    nbgrade DIR`` with the sandbox and those options; without SUBMISSIONS it says what to pass
+    (exit 2) and runs nothing."""
+    assert _make_nbgrade(SUBMISSIONS="class") == [
+        ".venv/bin/python", "-m", "autograder", "nbgrade", "class", "--sandbox", "bwrap"]
+    assert _make_nbgrade(SUBMISSIONS="class", DUE=DUE, LATE_PENALTY="zero", SANDBOX="x")[4:] == [
+        "class", "--sandbox", "x", "--due", DUE, "--late-penalty", "zero"]
+    bare = subprocess.run(["make", "-o", "setup", "nbgrade"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert bare.returncode == 2 and bare.stdout.startswith("make nbgrade SUBMISSIONS=DIR: "), bare
+
+
+def test_make_nbgrade_grades_a_class_of_two(tmp_path):
+    """The command ``make nbgrade SUBMISSIONS=DIR`` runs (``make -n``), run for real on two
+    learners (the solution and a partial one, their files as the handout makes them) with
+    ``--course`` in a folder of the test's: exit 0 (every learner graded), the closing lines,
+    and each learner's stage scores in nbgrader's gradebook."""
+    submissions = tmp_path / "class"
+    solved = {"alice": STAGE_NAMES, "bob": PARTIAL}
+    for learner, stages in solved.items():
+        folder = submissions / learner
+        folder.mkdir(parents=True)
+        for path, text in release.submission(solved=stages).items():
+            (folder / path).write_text(text, encoding="utf-8")
+        shutil.copy(LAB, folder / notebook.NOTEBOOK)
+    course = tmp_path / "course"
+    command = _make_nbgrade(SUBMISSIONS=str(submissions))
+    done = subprocess.run([str(ROOT / command[0]), *command[1:], "--course", str(course)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stderr
+    closing = done.stderr.splitlines()[-2:]
+    assert closing[0].startswith(f"wrote {course / 'grades.csv'} (nbgrader's export)"), closing
+    assert closing[1].startswith(f"feedback: {course / 'feedback'}/<learner>/"), closing
+    book = nbgrade.gradebook_scores(course)
+    rubric = load_rubric()
+    for learner, stages in solved.items():
+        assert {s: book[learner][notebook.grade_id(s)] for s in STAGE_NAMES} == {
+            s: rubric.stage_max(s) if s in stages else 0.0 for s in STAGE_NAMES}, learner
+        assert (course / "feedback" / learner / nbgrade.ASSIGNMENT / "lab.html").is_file()
 
 
 def test_a_py_file_that_does_not_parse_is_told_in_the_feedback(nbgraded):
@@ -477,7 +699,6 @@ def test_nothing_of_the_instructors_is_overwritten(tmp_path):
 
 # --- nbgrader's own layouts, late submissions and reruns ---------------------------------------
 
-DUE = "2026-12-01 17:00:00 UTC"
 #: When each learner submitted, as the LMS's download names it: zip_collect's timestamp group.
 SUBMITTED_AT = {"ontime": "20261130T120000Z", "late": "20261202T090000Z"}
 ZIP_COLLECT = '''

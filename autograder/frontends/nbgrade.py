@@ -1,6 +1,7 @@
 """Grading through nbgrader: ``python -m autograder nbgrade SUBMISSIONS [--course DIR]``.
 
-SUBMISSIONS holds one folder per learner, named by its student id (``learner_folders``): either
+SUBMISSIONS holds one folder per learner, named by its student id (``learner_folders``;
+``STUDENT_ID_RULE``; a folder named otherwise is listed as not graded, exit status 1): either
 the learner's files themselves (the lab notebook lab.ipynb and the three .py files), or the
 layout ``nbgrader collect`` and ``nbgrader zip_collect`` write, a course's
 ``submitted/<student>/embedding_layer/`` (pass that submitted/ folder). A ``timestamp.txt``
@@ -31,9 +32,12 @@ LateSubmissionPlugin's (``--late-penalty``). The pipeline, in a course folder (d
 4. ``nbgrader autograde``, where ``SandboxedGrades`` takes the place of nbgrader's Execute:
    each stage's check cell gets the stage's score from step 3 as its output, which nbgrader's
    own SaveAutoGrades records in the gradebook (formgrader shows it next to the written
-   answers). The learner's notebook is never run: its cells cannot touch a grade.
+   answers). The learner's notebook is never run: its cells cannot touch a grade. A learner
+   nbgrader's late penalty took points from is told at the top of that graded notebook that
+   the scores shown with its cells are before it (``note_late``): grades.csv's is after it.
 5. ``nbgrader generate_feedback`` and ``nbgrader export`` (side by side: both only read the
-   gradebook), and ``stages.csv``: per stage, from the gradebook.
+   gradebook), and ``stages.csv``: per stage, from the gradebook. The closing lines name
+   them and the feedback folder.
 
 The feedback HTML shows the learner's notebook, written answers and all. nbgrader's feedback
 template renders Markdown cells without nbconvert's ``sanitize_html`` (it overrides that
@@ -43,7 +47,8 @@ anchors; any other tag is shown as text), and ``sanitize_html`` covers raw cells
 The notes we put into the notebook are escaped as Markdown (``escape.markdown_inline``), and
 the learner's Markdown is inert from step 2 on, so this is a second line. Each
 feedback file is then read back (``live_html``): one that still holds live HTML is withheld,
-with a note, rather than sent.
+with a note, rather than sent. Long lines and words wrap there and in formgrader's grading
+page (``WrapLongLines``).
 
 Why a preprocessor in place of Execute (and not test cells run in the learner's kernel, as in
 stock nbgrader): whatever runs in that kernel runs as the instructor, next to the gradebook, and
@@ -69,10 +74,12 @@ import nbformat
 from jinja2 import pass_context
 from nbconvert.exporters import HTMLExporter
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.api import Gradebook
 from nbgrader.preprocessors import NbGraderPreprocessor
 from nbgrader.utils import parse_utc
-from traitlets import Enum, Unicode
+from pygments.style import Style
+from traitlets import Enum, Type, Unicode, Union
 
 from lumen.stages import STAGE_NAMES, SUBMISSION_FILES, stage
 from solutions import notebook
@@ -105,6 +112,10 @@ GRADES = "lumen"  # the course folder's subfolder of our grader's results
 OURS = ".lumen-nbgrade"  # marks a submitted/ tree as this command's copy
 MAX_NOTEBOOK = 16 << 20
 STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}")
+#: ``STUDENT_ID`` in words, for the learner folder it refuses and README: nbgrader puts the id
+#: in folder names, glob patterns and comma-separated lists of students (--student_id_exclude).
+STUDENT_ID_RULE = ("1 to 100 ASCII letters, digits and the characters _ . @ + -, the first a "
+                   "letter or digit")
 TIMESTAMP = "timestamp.txt"  # nbgrader's record of when a submission was made
 GRADED_FROM = "graded-from.txt"  # next to a learner's grade.json: the ``fingerprint`` graded
 
@@ -214,21 +225,39 @@ def safe_html(html: str) -> str:
                         protocols=SAFE_PROTOCOLS, strip_comments=True)
 
 
+#: Long lines and long words wrap, in the feedback page and in formgrader alike: nbgrader's
+#: templates keep each <pre> line whole (Bootstrap's pre) and a word unbroken, past the page's
+#: right edge, so a check cell's output or a written answer was cut off. ``!important``:
+#: formgrader's own style sheets come after this one, and Bootstrap's pre breaks every word.
+WRAP_CSS = ("pre { white-space: pre-wrap !important; overflow-wrap: anywhere !important; "
+            "word-break: break-word !important; }\n"
+            ".rendered_html { overflow-wrap: anywhere !important; "
+            "word-break: break-word !important; }\n")
+
+
+class WrapLongLines(CSSHTMLHeaderPreprocessor):
+    """The CSS nbgrader's templates write into <head> (``resources["inlining"]["css"]``):
+    Pygments' styles, as the classic template's own preprocessor makes them, then
+    ``WRAP_CSS``, for formgrader's grading page and the feedback page alike. That list is
+    made afresh by whichever such preprocessor runs last, so the course's configuration turns
+    nbconvert's off and runs this one in its place."""
+
+    style = Union([Unicode("default"), Type(klass=Style)], default_value="default",
+                  help="Pygments' style: the classic template's").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        nb, resources = super().preprocess(nb, resources)
+        resources["inlining"]["css"].append(WRAP_CSS)
+        return nb, resources
+
+
 class SafeFeedbackHTML(HTMLExporter):
     """nbconvert's HTML exporter with every Markdown cell's HTML cleaned (``safe_html``):
     the feedback template renders written answers with this filter and nothing else."""
 
-    #: Long lines wrap (nbgrader's feedback keeps each <pre> line whole, past the page's
-    #: edge): a diagnosis is read in full, not cut off. In <head>, with the template's styles.
-    WRAP = "<style>pre { white-space: pre-wrap; overflow-wrap: anywhere; }</style>\n"
-
     @pass_context
     def markdown2html(self, context, source):
         return safe_html(super().markdown2html(context, source))
-
-    def from_notebook_node(self, nb, resources=None, **kw):
-        html, resources = super().from_notebook_node(nb, resources, **kw)
-        return html.replace("</head>", self.WRAP + "</head>", 1), resources
 
 
 #: Attributes whose value is a URL, for ``live_html``.
@@ -302,7 +331,7 @@ sys.path.insert(0, {str(ROOT)!r})
 from nbconvert.preprocessors import ClearMetadataPreprocessor
 from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, IgnorePattern,
                                     LimitOutput, SaveAutoGrades)
-from autograder.frontends.nbgrade import SafeFeedbackHTML, SandboxedGrades
+from autograder.frontends.nbgrade import SafeFeedbackHTML, SandboxedGrades, WrapLongLines
 
 # The learner's .py files stay theirs in autograded/ (nbgrader would put the release's there).
 c.Autograde.exclude_overwriting = {{{ASSIGNMENT!r}: {list(SUBMISSION_FILES)!r}}}
@@ -315,6 +344,10 @@ c.SandboxedGrades.feedback = {feedback!r}
 # The feedback HTML holds the learner's written answers: sanitised (bleach), never live HTML.
 c.GenerateFeedback.exporter_class = SafeFeedbackHTML
 c.HTMLExporter.sanitize_html = True
+# Long lines and words wrap in formgrader's grading page and the feedback page: our header CSS
+# in place of nbconvert's (WrapLongLines).
+c.HTMLExporter.preprocessors = [WrapLongLines]
+c.CSSHTMLHeaderPreprocessor.enabled = False
 # A submission later than the gradebook's due date (its timestamp.txt): nbgrader's penalty.
 c.LateSubmissionPlugin.penalty_method = {late_penalty!r}
 '''
@@ -371,8 +404,9 @@ def learner_folders(submissions: Path) -> tuple[dict[str, Path], dict[str, str]]
                                     "makes them; an archive goes through nbgrader zip_collect "
                                     "first): unpack it into a folder")
         elif not STUDENT_ID.fullmatch(entry.name):
-            problems[entry.name] = ("nbgrader needs a student id of letters, digits and "
-                                    "_ . @ + -: rename the folder")
+            problems[entry.name] = (f"the folder's name is the learner's student id in "
+                                    f"nbgrader, and a student id is {STUDENT_ID_RULE}: rename "
+                                    "the folder (a rerun grades it)")
         elif (entry / ASSIGNMENT).is_dir() and not (entry / ASSIGNMENT).is_symlink():
             learners[entry.name] = entry / ASSIGNMENT
         elif any(os.path.lexists(entry / name) for name in LEARNER_FILES) or any(
@@ -781,11 +815,15 @@ def _nbgrader_steps(course: Path, learners: list[str], graded: list[str], failed
     """nbgrader's autograde, feedback and export, then stages.csv; ``run``'s status."""
     export = functools.partial(notebook.nbgrader, course, "export", "--to",
                                str(course / "grades.csv"), timeout=600)
+    penalised: dict[str, float] = {}
     if graded:
         exclude = ",".join(failed)
         extra = [f"--CourseDirectory.student_id_exclude={exclude}"] if failed else []
         print(f"nbgrader autograde: {counted(len(graded), 'notebook')}", file=progress)
         notebook.nbgrader(course, "autograde", ASSIGNMENT, "--force", *extra, timeout=3600)
+        penalised = late_penalties(course, graded)
+        for learner, points in penalised.items():  # before the feedback, which shows it too
+            notes[learner] = [*notes.get(learner, []), note_late(course, learner, points)]
         with ThreadPoolExecutor(max_workers=1) as beside:  # both only read the gradebook
             exporting = beside.submit(export)
             notebook.nbgrader(course, "generate_feedback", ASSIGNMENT, "--force", *extra,
@@ -803,9 +841,49 @@ def _nbgrader_steps(course: Path, learners: list[str], graded: list[str], failed
         for x in failed}})
     print(f"wrote {course / 'grades.csv'} (nbgrader's export) and {course / 'stages.csv'} in "
           f"{time.perf_counter() - started:.1f} s", file=progress)
+    if graded:
+        print(f"feedback: {course / 'feedback'}/<learner>/{ASSIGNMENT}/"
+              f"{Path(NOTEBOOK).stem}.html, a page per learner (nbgrader generate_feedback; "
+              f"nbgrader release_feedback {ASSIGNMENT} hands them out)", file=progress)
+    if penalised:
+        names = ", ".join(terminal(x, 100) for x in penalised)
+        print(f"late: nbgrader's late penalty took points from "
+              f"{counted(len(penalised), 'learner')} ({names}): {LATE_SCORES}", file=progress)
     for name, why in problems.items():
         print(f"not graded: {terminal(name, 100)}: {why}", file=progress)
     return 1 if failed or problems else 0
+
+
+#: Which score is which once nbgrader's late penalty took points (for the instructor).
+LATE_SCORES = ("grades.csv's score is after the penalty (raw_score before it, "
+               "late_submission_penalty the difference); formgrader, the feedback page's "
+               "cell scores and stages.csv show the scores before it")
+
+
+def late_penalties(course: Path, learners: list[str]) -> dict[str, float]:
+    """learner -> the points nbgrader's late penalty took from their score (its gradebook,
+    after autograde), for each of ``learners`` it took any from."""
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", notebook.COURSE_ID) as gb:
+        taken = {s.student.id: s.late_submission_penalty
+                 for s in gb.assignment_submissions(ASSIGNMENT)}
+    return {x: taken[x] for x in sorted(learners) if taken.get(x)}
+
+
+def late_note(points: float) -> str:
+    """The learner's note when nbgrader's late penalty took ``points`` from their score."""
+    return (f"submitted after the due date: nbgrader's late penalty takes {points:g} points "
+            "from your total; the score shown with each cell is before it")
+
+
+def note_late(course: Path, learner: str, points: float) -> str:
+    """``late_note`` at the top of the learner's graded notebook, after autograde: formgrader
+    shows it above the scores, and the feedback page carries it. The note, for stages.csv."""
+    note = late_note(points)
+    path = course / "autograded" / learner / ASSIGNMENT / NOTEBOOK
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.insert(0, nbformat.v4.new_markdown_cell(f"**Late:** {markdown_inline(note)}"))
+    nbformat.write(nb, path)
+    return note
 
 
 def gradebook_scores(course: Path) -> dict[str, dict[str, float | None]]:
