@@ -90,8 +90,16 @@ browser:                     ## Chromium for the offline page's browser test, wh
 	   (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1)); } || \
 	  echo "note: chromium is not installed (needs root and apt-get); tests/test_page.py's browser test will skip"
 
+.PHONY: slurm
+slurm:                       ## Slurm and munge for tests/test_slurm.py's one-node cluster, where we may install them
+	@PATH="$$PATH:/usr/sbin:/sbin"; { command -v slurmd && command -v munged; } >/dev/null || \
+	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && export DEBIAN_FRONTEND=noninteractive && \
+	  (apt-get install -y -q slurm-wlm munge >/dev/null 2>&1 || \
+	   (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q slurm-wlm munge >/dev/null 2>&1)); } || \
+	  echo "note: slurm-wlm and munge are not installed (needs root and apt-get); tests/test_slurm.py will skip"
+
 setup: $(VENV)/.grading      ## the grading environment
-setup-dev: $(VENV)/.dev      ## plus what the repository's own tests need
+setup-dev: $(VENV)/.dev slurm  ## plus what the repository's own tests need
 
 grade: setup                 ## grade SUBMISSION (default: exercises/), stage by stage (SANDBOX=bwrap)
 	$(PY) -m autograder grade $(call quote,$(SUBMISSION)) --sandbox $(call quote,$(SANDBOX))

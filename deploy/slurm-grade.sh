@@ -7,6 +7,8 @@
 # requirements.txt), and bubblewrap (`apt-get install bubblewrap`; on Ubuntu 24.04 also
 # `sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`): without a sandbox that starts,
 # the shard stops before its first learner, and the merge refuses the shard it did not finish.
+# (tests/test_slurm.py runs this recipe on a one-node Slurm: jobs as root under slurmd,
+# proctrack/linuxproc, no cgroups, each learner in bubblewrap.)
 # How files travel: the shared folder. SUBMISSIONS holds one folder or zip per learner; shard
 # K writes $OUT/shard-K.csv and $OUT/shard-K/ there, and the merge reads them back.
 #SBATCH --job-name=lumen-grade
@@ -21,6 +23,9 @@ OUT="${OUT:-grades}"
 K="${SLURM_ARRAY_TASK_ID:?submit this as a job array: sbatch --array=1-N}"
 # SHARDS, not SLURM_ARRAY_TASK_COUNT: a shard rerun alone (sbatch --array=K) is still K of N.
 # A rerun resumes: the learners the shard graded before are skipped.
-cd "${SLURM_SUBMIT_DIR:-.}"
+# Slurm starts the job in the repository's root: slurm-submit.sh's --chdir, or where sbatch ran.
+[ -x .venv/bin/python ] || { echo "slurm-grade.sh: no .venv/bin/python in $PWD: submit from" \
+    "the repository's root (make setup there once), or with --chdir=<the repository>" >&2
+    exit 2; }
 exec .venv/bin/python -m autograder grade-batch "$SUBMISSIONS" --shard "$K/$SHARDS" \
     --out "$OUT/shard-$K.csv" --jobs "${SLURM_CPUS_PER_TASK:-2}"

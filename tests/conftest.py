@@ -60,6 +60,10 @@ FULL: dict[str, str] = {
         "a second nbgrader course, for its hostile notebooks (~15 s of CPU: 28 s with the "
         "other worker busy); nbgrader's pipeline stays fast in test_nbgrader.py (its hostile "
         "learner's cells run nothing), and escaping in this file's other front ends"),
+    "test_slurm.py": "a one-node Slurm (munged, slurmctld, slurmd) grading a class of three "
+                     "as deploy/'s job array and merge, beside one grade-batch (~1 min); "
+                     "tests/test_deploy.py runs the recipe's commands fast with a stand-in "
+                     "sbatch",
     "test_import_deadline.py::test_an_import_that_never_finishes_still_runs_out_of_time":
         "every check of two stages runs into the import limit; an endless loop is stopped "
         "fast in test_grader_attacks.py",

@@ -7,7 +7,8 @@ arguments, and those arguments go through ``python -m autograder``'s own parser 
 (grading itself replaced): every shard K of N is asked for once, the merge gets every shard's
 output, and the options exist. The Kubernetes manifests are validated against Kubernetes' own
 schema (kubernetes-validate, which ships the schemas: no network), the workflow against
-SchemaStore's (as tests/test_classroom.py does).
+SchemaStore's (as tests/test_classroom.py does). tests/test_slurm.py runs the Slurm recipe on
+a real one-node Slurm (full tier).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 import stat
 import subprocess
 import sys
@@ -79,39 +79,57 @@ def _shards_asked(calls: list[list[str]], monkeypatch, tmp_path) -> list[tuple[i
 
 
 def test_slurm_array_and_its_merge(tmp_path, monkeypatch):
-    """slurm-submit.sh submits an array of SHARDS tasks and a merge after them (afterok);
-    each task of slurm-grade.sh asks for its shard; the merge names every shard's CSV."""
+    """slurm-submit.sh, run from elsewhere with relative paths, submits an array of SHARDS
+    tasks and a merge after them (afterok), both in the repository's root with the paths made
+    absolute in their environment and their logs in $OUT; each task of slurm-grade.sh asks for
+    its shard; the merge (its --wrap, under sh) names every shard's CSV. tests/test_slurm.py
+    runs the recipe on a real one-node Slurm."""
     fake = tmp_path / "bin" / "sbatch"
     fake.parent.mkdir()
-    fake.write_text(f"#!{sys.executable}\nimport json, sys\n"
-                    f"open({str(tmp_path / 'sbatch.jsonl')!r}, 'a').write("
-                    "json.dumps(sys.argv[1:]) + '\\n')\nprint(123)\n")
+    fake.write_text(f"#!{sys.executable}\nimport json, os, sys\n"
+                    f"open({str(tmp_path / 'sbatch.jsonl')!r}, 'a').write(json.dumps("
+                    "[sys.argv[1:], {k: os.environ[k] for k in ('SUBMISSIONS', 'SHARDS', "
+                    "'OUT')}]) + '\\n')\nprint(123)\n")
     fake.chmod(0o755)
+    elsewhere = tmp_path / "course"
+    (elsewhere / "submissions").mkdir(parents=True)
     env = {**os.environ, "PATH": f"{fake.parent}{os.pathsep}{os.environ['PATH']}",
-           "SUBMISSIONS": "course/submissions", "SHARDS": "3", "OUT": str(tmp_path / "out")}
-    run = subprocess.run(["bash", str(DEPLOY / "slurm-submit.sh")], cwd=ROOT, env=env,
+           "SUBMISSIONS": "submissions", "SHARDS": "3", "OUT": "out"}
+    run = subprocess.run(["bash", str(DEPLOY / "slurm-submit.sh")], cwd=elsewhere, env=env,
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
-    array, merge = [json.loads(x) for x in (tmp_path / "sbatch.jsonl").read_text().splitlines()]
-    assert "--array=1-3" in array and array[-1] == "deploy/slurm-grade.sh"
-    exported = next(a for a in array if a.startswith("--export="))
-    assert "SHARDS=3" in exported and "SUBMISSIONS=course/submissions" in exported
+    (array, seen), (merge, merge_env) = [
+        json.loads(x) for x in (tmp_path / "sbatch.jsonl").read_text().splitlines()]
+    out = elsewhere / "out"
+    exported = {"SUBMISSIONS": str(elsewhere / "submissions"), "SHARDS": "3", "OUT": str(out)}
+    assert seen == merge_env == exported
+    assert "--array=1-3" in array and array[-1] == str(DEPLOY / "slurm-grade.sh")
+    assert f"--output={out}/lumen-grade-%A_%a.log" in array
+    for job in (array, merge):
+        assert "--export=ALL" in job and f"--chdir={ROOT}" in job, job
     assert "--dependency=afterok:123" in merge
     wrapped = next(a for a in merge if a.startswith("--wrap=")).removeprefix("--wrap=")
-    argv = shlex.split(wrapped)
-    assert argv[0] == ".venv/bin/python"
-    command, args, options = _dispatch(argv[1:], monkeypatch, tmp_path)
+    _fake_python(tmp_path)  # tmp_path stands for the repository the jobs run in (--chdir)
+    run = subprocess.run(["sh", "-c", wrapped], cwd=tmp_path, env={**env, **exported},
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    [argv] = _calls(tmp_path)
+    command, args, options = _dispatch(argv, monkeypatch, tmp_path)
     assert command == "merge-shards"
-    assert [str(p) for p in args[0]] == [f"{tmp_path}/out/shard-{k}.csv" for k in (1, 2, 3)]
+    assert [str(p) for p in args[0]] == [f"{out}/shard-{k}.csv" for k in (1, 2, 3)]
+    assert str(args[1]) == f"{out}/grades.csv"
 
-    _fake_python(tmp_path)
+    (tmp_path / "calls.jsonl").unlink()
     for k in (1, 2, 3):  # each array task, as Slurm starts it; the third rerun alone
-        task = {**env, "SLURM_ARRAY_TASK_ID": str(k), "SLURM_SUBMIT_DIR": str(tmp_path),
+        task = {**env, **exported, "SLURM_ARRAY_TASK_ID": str(k),
                 "SLURM_ARRAY_TASK_COUNT": "1" if k == 3 else "3"}
-        run = subprocess.run(["bash", str(DEPLOY / "slurm-grade.sh")], env=task,
+        run = subprocess.run(["bash", str(DEPLOY / "slurm-grade.sh")], cwd=tmp_path, env=task,
                              capture_output=True, text=True, timeout=60)
         assert run.returncode == 0, run.stderr
     assert _shards_asked(_calls(tmp_path), monkeypatch, tmp_path) == [(1, 3), (2, 3), (3, 3)]
+    run = subprocess.run(["bash", str(DEPLOY / "slurm-grade.sh")], cwd=elsewhere, env=task,
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2 and "no .venv/bin/python in" in run.stderr, run.stderr
     for script in ("slurm-grade.sh", "slurm-submit.sh"):
         assert os.access(DEPLOY / script, os.X_OK), f"{script} is executable"
 

@@ -115,29 +115,40 @@ def test_the_merge_writes_what_a_single_run_renders_from_the_same_records(graded
         assert (merged / name).read_bytes() == before[name], f"{name} differs"
 
 
+def assert_merged_as_single(single: Path, merged: Path, shard_folders: list[Path]) -> dict:
+    """The merge's ``merged`` CSV (and its folder) against a single run's ``single`` over the
+    whole class: the same scores, stages and notes (the seconds differ, as between any two
+    runs), the same histogram and summary table; each learner's own files are their shard's
+    (``shard_folders[K - 1]``), byte for byte. Returns the merged rows, without the seconds."""
+    rows = _rows(single), _rows(merged)
+    assert list(rows[0]) == list(rows[1])
+    for table in rows:
+        for row in table.values():
+            del row["seconds"]
+    assert rows[0] == rows[1]
+    folders = single.with_suffix(""), merged.with_suffix("")
+    assert (folders[0] / "histogram.png").read_bytes() == \
+        (folders[1] / "histogram.png").read_bytes()
+    summary = [(f / "summary.md").read_text().split("### Each mistake")[0] for f in folders]
+    assert summary[0] == summary[1]
+    for learner in (x.removeprefix("'") for x in rows[1]):
+        shard = shard_folders[shards.shard_of(learner, len(shard_folders)) - 1]
+        for name in ("grade.json", "results.json", "feedback.txt"):
+            assert (folders[1] / learner / name).read_bytes() == \
+                (shard / learner / name).read_bytes()
+    return rows[1]
+
+
 def test_the_merge_gives_the_single_runs_grades(graded):
-    """Against the single run over the whole class: the same scores, stages and notes (the
-    seconds differ, as between any two runs), the same histogram and summary table; each
-    learner's own files are their shard's, byte for byte."""
+    """Against the single run over the whole class (assert_merged_as_single), and the
+    learners' own grades."""
     root, _ = graded
-    single, merged = _rows(root / "single" / "grades.csv"), _rows(root / "merged" / "grades.csv")
-    assert list(single) == list(merged)
-    for learner in single:
-        del single[learner]["seconds"], merged[learner]["seconds"]
-    assert single == merged
+    merged = assert_merged_as_single(root / "single" / "grades.csv",
+                                     root / "merged" / "grades.csv",
+                                     [root / f"shard{k}" for k in (1, 2, 3)])
     assert merged["correct"]["total"] == "20" and merged["stubs"]["total"] == "0"
     assert float(merged["mistake"]["total"]) < 20
     assert "SyntaxError" in merged["syntax"]["notes"]
-    assert (root / "single/grades/histogram.png").read_bytes() == \
-        (root / "merged/grades/histogram.png").read_bytes()
-    table = [(root / run / "grades/summary.md").read_text().split("### Each mistake")[0]
-             for run in ("single", "merged")]
-    assert table[0] == table[1]
-    for learner in (x.removeprefix("'") for x in merged):
-        k = shards.shard_of(learner, 3)
-        for name in ("grade.json", "results.json", "feedback.txt"):
-            assert (root / "merged/grades" / learner / name).read_bytes() == \
-                (root / f"shard{k}" / learner / name).read_bytes()
 
 
 def test_learner_names_stay_escaped_in_the_merge(graded):
