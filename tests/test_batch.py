@@ -29,7 +29,7 @@ from autograder.boundary.intake import MAX_FILE
 from autograder.frontends import batch, classbook, provenance
 from autograder.frontends.summary import write_summary
 from autograder.options import Limits, Options
-from autograder.results import Grade, StageGrade, TestResult
+from autograder.results import RECORD_VERSION, Grade, StageGrade, TestResult
 from lumen.stages import STAGE_NAMES, SUBMISSION_FILES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -275,6 +275,53 @@ def test_resume_skips_the_graded_and_force_regrades(graded):
         json.loads(before)["extra_data"]["seed"], "regraded with a fresh seed"
 
 
+def _grade_batch(submissions: Path, out: Path) -> str:
+    """``python -m autograder grade-batch`` as an instructor runs it (the 'embedding' stage):
+    its progress, after checking it finished."""
+    done = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade-batch", str(submissions), "--out", str(out),
+         "--stage", "embedding"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stderr
+
+
+def test_a_rerun_regrades_exactly_the_learners_whose_files_changed(tmp_path):
+    """A rerun without --force regrades a learner whose files changed since their grade (here
+    bob, who broke his embeddings.py) and keeps the others: by content, so alice's file saved
+    again unchanged and carol's zip made again from the same files keep their grades. The
+    closing lines say how many it regraded and kept."""
+    lumen = {name: _lumen(name).encode() for name in SUBMISSION_FILES}
+    submissions, out = tmp_path / "submissions", tmp_path / "grades.csv"
+    _folder(submissions / "alice", lumen)
+    _folder(submissions / "bob", lumen)
+
+    def carol_zip(year: int) -> bytes:  # the same files, stored with the time of ``year``
+        with zipfile.ZipFile(submissions / "carol.zip", "w") as archive:
+            for name, data in lumen.items():
+                archive.writestr(zipfile.ZipInfo(f"exercises/{name}", (year, 1, 1, 0, 0, 0)),
+                                 data)
+        return (submissions / "carol.zip").read_bytes()
+
+    first_zip = carol_zip(2024)
+    _grade_batch(submissions, out)
+    assert [_rows(out)[x]["total"] for x in ("alice", "bob", "carol")] == ["20", "20", "20"]
+    records = {x: (tmp_path / "grades" / x / "grade.json").read_bytes()
+               for x in ("alice", "carol")}
+
+    (submissions / "alice" / "embeddings.py").write_bytes(lumen["embeddings.py"])  # the same
+    (submissions / "bob" / "embeddings.py").write_bytes(
+        (ROOT / "exercises" / "embeddings.py").read_bytes())  # back to the stub
+    assert carol_zip(2025) != first_zip, "another zip of the same files"
+    progress = _grade_batch(submissions, out)
+    assert "grading 1 of 3 learners" in progress, progress
+    assert "[1/1] bob 0.0" in progress, progress
+    assert "regraded 1 learner whose files or options changed since their last grade; kept 2 " \
+           "learners graded before from the same files" in progress, progress
+    assert _rows(out)["bob"]["total"] == "0", "bob's grade is his new files'"
+    for learner, record in records.items():
+        assert (tmp_path / "grades" / learner / "grade.json").read_bytes() == record, learner
+
+
 def _without_seconds(rows: dict[str, dict[str, str]]) -> dict:
     return {k: {c: v for c, v in row.items() if c != "seconds"} for k, row in rows.items()}
 
@@ -442,7 +489,7 @@ def test_resume_keeps_only_the_records_this_grader_made(tmp_path, monkeypatch):
     assert code == 0 and "grading 5 of 5" in progress, progress
     grades = tmp_path / "grades"
     record = json.loads((grades / "alice" / "grade.json").read_text())
-    assert record["made_by"] == provenance.versions() and record["version"] == 1
+    assert record["made_by"] == provenance.versions() and record["version"] == RECORD_VERSION
     kept = (grades / "dan" / "grade.json").read_bytes()
 
     def edit(learner: str, change) -> None:
@@ -452,16 +499,18 @@ def test_resume_keeps_only_the_records_this_grader_made(tmp_path, monkeypatch):
         path.write_text(json.dumps(data))
 
     edit("alice", lambda d: d["made_by"].update(grader="0" * 64))  # graded by another grader
-    edit("bob", lambda d: d.update(version=2))
+    edit("bob", lambda d: d.update(version=RECORD_VERSION + 1))
     (grades / "carol" / "grade.json").write_text("{not json")
     (grades / "eve" / "grade.json").unlink()  # results.json alone is not a record
     assert (grades / "eve" / "results.json").is_file()
     code, progress = _run(tmp_path / "submissions", tmp_path / "grades.csv")
-    assert code == 0 and "grading 4 of 5" in progress and "1 graded before" in progress, progress
+    assert code == 0 and "grading 4 of 5" in progress, progress
+    assert "kept 1 learner graded before" in progress, progress
     assert (grades / "dan" / "grade.json").read_bytes() == kept
     for learner in learners:
         again = json.loads((grades / learner / "grade.json").read_text())
-        assert again["made_by"] == provenance.versions() and again["version"] == 1, learner
+        assert again["made_by"] == provenance.versions(), learner
+        assert again["version"] == RECORD_VERSION, learner
     assert [_rows(tmp_path / "grades.csv")[x]["total"] for x in learners] == ["1"] * 5
 
 
