@@ -3,9 +3,16 @@ a stage by its title, the most specific diagnosis first, in full."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 from autograder.mistakes import TIMED_OUT
 from autograder.results import Grade, StageGrade, TestResult
 from autograder.views import report
+from lumen.stages import SUBMISSION_FILES
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _result(name: str, passed: bool, message: str = "", output: str = "",
@@ -31,3 +38,24 @@ def test_every_failing_check_is_listed_the_most_specific_diagnosis_first():
     assert also.splitlines()[1:3] == ["      - the ties check", "      - the slow check"], text
     assert "the shape check" not in text
     assert report.failures(grade.stages[0]) == [mistake, other, timeout]
+
+
+def test_an_empty_submission_is_told_each_file_is_missing_and_how_to_hand_it_in(tmp_path):
+    """Nothing handed in: every check of a stage says that its file is missing and how to
+    hand it in, never that a function "is not implemented yet" (the stub that stands in for
+    a missing file would say so), and the notes name each missing file with the same fix.
+    Through ``python -m autograder grade``, as a learner runs it."""
+    (tmp_path / "empty").mkdir()
+    done = subprocess.run([sys.executable, "-m", "autograder", "grade", str(tmp_path / "empty"),
+                           "--stage", "embedding,params"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    text = done.stdout
+    assert "lumen autograder: empty" in text, done.stderr
+    assert "not implemented" not in text, text
+    fix = "hand in exercises/{0} (your copy of the stub, with your code in it) with the other files"
+    for stage, name in (("embedding", "embeddings.py"), ("params", "params.py")):
+        first = text[text.index(f"  {stage} ("):].splitlines()[1]
+        assert first.startswith(f"    {name} is missing from the submission, so "), first
+        assert first.endswith(f"could not be graded: {fix.format(name)}"), first
+    for name in SUBMISSION_FILES:
+        assert f"Note: {name} is missing from the submission: {fix.format(name)}" in text, text

@@ -46,7 +46,9 @@ class Outcome:
     error: dict | None = None  # the learner's exception: type, message, where, not_implemented
     timed_out: bool = False
     crashed: str | None = None  # why the child is gone
-    import_errors: dict = field(default_factory=dict)  # module -> error, for the stage
+    #: module -> error, for the stage; "missing": the submission has no such file (the grader
+    #: sent none), decided on the grader's side
+    import_errors: dict = field(default_factory=dict)
     output: str = ""  # what learner code printed
     seconds: float = 0.0
 
@@ -356,6 +358,7 @@ class StageSession:
         hello = clean_reply(hello)
         phases.mark(f"stage {self.stage}: submission loaded (seen by the grader)")
         self.import_errors = {m: error_dict(e, self.request.files)
+                              | {"missing": f"{m}.py" not in self.request.files}  # ours to say
                               for m, e in hello["imports"].items()}
         self.printed.append(hello["output"])  # what the learner's code printed at import
         return None

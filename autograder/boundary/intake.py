@@ -67,6 +67,17 @@ class Prepared:
     notes: list[str] = field(default_factory=list)  # things worth saying that cost nothing
 
 
+def hand_in(name: str) -> str:
+    """The fix for the file ``name`` missing from a submission, wherever that is said."""
+    return f"hand in exercises/{name} (your copy of the stub, with your code in it) with the " \
+        "other files"
+
+
+def missing(name: str) -> str:
+    """The note on the file ``name`` missing from a submission: which file, and the fix."""
+    return f"{name} is missing from the submission: {hand_in(name)}"
+
+
 def _check_text(name: str, data: bytes, prepared: Prepared) -> bool:
     try:
         data.decode("utf-8")
@@ -258,7 +269,7 @@ def prepare(source: Path) -> Prepared:
     prepared.problems = {name: clean_text(why) for name, why in prepared.problems.items()}
     for name in SUBMISSION_FILES:
         if name not in found and name not in prepared.problems:
-            prepared.problems[name] = f"{name} is missing from the submission"
+            prepared.problems[name] = missing(name)
             continue  # the worker says so itself, in every test that needs it
         if name in found and _check_text(name, found[name], prepared):
             prepared.files[name] = found[name].decode("utf-8")

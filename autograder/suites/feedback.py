@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from ..boundary.intake import hand_in
 from ..mistakes import CRASHED, IMPORT_FAILED, MISTAKE, TIMED_OUT
 from ..sandboxed.protocol import MetaTensor, RemoteObject
 
@@ -74,13 +75,22 @@ def describe_error(error: dict) -> str:
     return f"{error['type']}: {str(error['message'])!r}{where}"
 
 
-def unwrap(outcome: Outcome, what: str, module: str | None = None) -> object:
-    """The outcome's value, or a Mistake that says why there is none."""
+def _not_imported(outcome: Outcome, what: str, module: str | None) -> None:
+    """A Mistake when ``module``, which ``what`` needs, could not be imported: first of all,
+    since the stub that stands in for it would only say "not implemented yet"."""
     if module and module in outcome.import_errors:
         error = outcome.import_errors[module]
+        if error.get("missing"):  # the grader's own finding (boundary/client.py)
+            raise Mistake(f"{module}.py is missing from the submission, so {what} could not "
+                          f"be graded: {hand_in(f'{module}.py')}", IMPORT_FAILED)
         raise Mistake(  # one mistake, whichever test meets it
             f"your {module}.py could not be imported, so {what} could not be graded: "
             f"{describe_error(error)}", IMPORT_FAILED)
+
+
+def unwrap(outcome: Outcome, what: str, module: str | None = None) -> object:
+    """The outcome's value, or a Mistake that says why there is none."""
+    _not_imported(outcome, what, module)
     if outcome.timed_out:
         raise Mistake(
             f"{what} did not finish in time"
@@ -153,6 +163,7 @@ def check_signature(outcome: Outcome, what: str, stub: str) -> None:
 def expect_error(outcome: Outcome, what: str, kinds: tuple[str, ...], why: str,
                  module: str | None = None) -> dict:
     """The learner's exception, which must be one of ``kinds``; a Mistake otherwise."""
+    _not_imported(outcome, what, module)
     if outcome.error is not None and outcome.error.get("not_implemented"):
         raise NotImplementedYet(f"{what} is not implemented yet")
     if outcome.ok:
