@@ -39,7 +39,7 @@ class TestResult:
 
     name: str  # the test function's name, the rubric's key
     stage: str
-    title: str  # the docstring's first line
+    title: str  # the docstring's first sentence (suites/plugin.py's check_title)
     passed: bool
     message: str = ""  # the Mistake's message, for the learner
     not_implemented: bool = False

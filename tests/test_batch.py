@@ -260,6 +260,23 @@ def test_summary_groups_by_mistake_and_counts_each_learner_once(tmp_path):
                                                         reverse=True)
 
 
+def test_summary_shows_a_checks_title_whole(tmp_path):
+    """A check's title is one sentence (``plugin.check_title``), which summary.md's table shows
+    whole, however long: here the longest a suite has."""
+    from autograder.suites import test_init
+    from autograder.suites.plugin import check_title
+
+    title = check_title(test_init.test_scale_output.__doc__, "test_scale_output")
+    assert len(title) > 200, title
+    mistake = {**_mistake("init", "test_scale_output", "scale_output returned x * d"),
+               "title": title}
+    write_summary(tmp_path, [{"learner": "ann", "total": 0.0, "stages": {"init": 0.0},
+                              "seconds": 1.0, "notes": [], "mistakes": [mistake],
+                              "max": {"init": 15.0}}])
+    table = mistakes_table((tmp_path / "summary.md").read_text(encoding="utf-8"))
+    assert [row["check"] for row in table] == [title]
+
+
 def test_resume_skips_the_graded_and_force_regrades(graded):
     root, expected, _, _ = graded
     results = root / "grades" / "correct" / "results.json"

@@ -3,12 +3,16 @@ a stage by its title, the most specific diagnosis first, in full."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from autograder.mistakes import TIMED_OUT
 from autograder.results import Grade, StageGrade, TestResult
+from autograder.suites.plugin import check_title
 from autograder.views import report
 from lumen.stages import SUBMISSION_FILES
 
@@ -40,17 +44,25 @@ def test_every_failing_check_is_listed_the_most_specific_diagnosis_first():
     assert report.failures(grade.stages[0]) == [mistake, other, timeout]
 
 
-def test_an_empty_submission_is_told_each_file_is_missing_and_how_to_hand_it_in(tmp_path):
-    """Nothing handed in: every check of a stage says that its file is missing and how to
-    hand it in, never that a function "is not implemented yet" (the stub that stands in for
-    a missing file would say so), and the notes name each missing file with the same fix.
-    Through ``python -m autograder grade``, as a learner runs it."""
-    (tmp_path / "empty").mkdir()
-    done = subprocess.run([sys.executable, "-m", "autograder", "grade", str(tmp_path / "empty"),
-                           "--stage", "embedding,params"],
+
+@pytest.fixture(scope="module")
+def empty(tmp_path_factory) -> tuple[str, dict]:
+    """Nothing handed in, graded by ``python -m autograder grade`` as a learner runs it (two
+    stages): its report and its results.json."""
+    root = tmp_path_factory.mktemp("empty")
+    (root / "empty").mkdir()
+    done = subprocess.run([sys.executable, "-m", "autograder", "grade", str(root / "empty"),
+                           "--stage", "embedding,params", "--out", str(root / "results.json")],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
-    text = done.stdout
-    assert "lumen autograder: empty" in text, done.stderr
+    assert "lumen autograder: empty" in done.stdout, done.stderr
+    return done.stdout, json.loads((root / "results.json").read_text(encoding="utf-8"))
+
+
+def test_an_empty_submission_is_told_each_file_is_missing_and_how_to_hand_it_in(empty):
+    """Every check of a stage says that its file is missing and how to hand it in, never that
+    a function "is not implemented yet" (the stub that stands in for a missing file would say
+    so), and the notes name each missing file with the same fix."""
+    text, _ = empty
     assert "not implemented" not in text, text
     fix = "hand in exercises/{0} (your copy of the stub, with your code in it) with the other files"
     for stage, name in (("embedding", "embeddings.py"), ("params", "params.py")):
@@ -59,3 +71,27 @@ def test_an_empty_submission_is_told_each_file_is_missing_and_how_to_hand_it_in(
         assert first.endswith(f"could not be graded: {fix.format(name)}"), first
     for name in SUBMISSION_FILES:
         assert f"Note: {name} is missing from the submission: {fix.format(name)}" in text, text
+
+
+def test_a_title_is_the_docstrings_first_sentence_whole():
+    """A check's title is the first sentence of its docstring, its lines joined, never cut at
+    the end of a line; a later sentence or paragraph is not part of it."""
+    doc = """ids of every integer dtype, contiguous or not, give the rows weight[ids], up to
+        the largest value their dtype holds (0.5 e.g. is no id). Then a second sentence.
+
+        A second paragraph."""
+    assert check_title(doc, "test_x") == (
+        "ids of every integer dtype, contiguous or not, give the rows weight[ids], up to the "
+        "largest value their dtype holds (0.5 e.g. is no id).")
+    assert check_title("one line, no full stop\n\nmore", "test_x") == "one line, no full stop"
+    assert check_title(None, "test_x") == check_title("  \n", "test_x") == "test_x"
+
+
+def test_reports_show_each_checks_title_whole(empty):
+    """The report and results.json name a check by its whole first sentence, here one that
+    spans two lines of its docstring."""
+    text, results = empty
+    title = ("ids of every integer dtype, contiguous or not, give the rows weight[ids], up to "
+             "the largest value their dtype holds")
+    assert f"      - {title}\n" in text, text
+    assert f"embedding: {title}" in [t["name"] for t in results["tests"]]

@@ -20,6 +20,7 @@ from ..views.report import write_atomic
 from ..words import counted
 
 SUMMARY, HISTOGRAM = "summary.md", "histogram.png"
+TITLE_CHARS = 400  # a check's title is one sentence, shown whole: this only bounds the table
 
 
 @dataclass
@@ -115,8 +116,9 @@ def _mistakes_section(mistakes: list[Diagnosed], names_shown: int = 8) -> list[s
         who = ", ".join(m.learners[:names_shown])
         if len(m.learners) > names_shown:
             who += f" and {len(m.learners) - names_shown} more"
+        check = markdown_inline(m.check, TITLE_CHARS)
         lines.append(f"| M{n} | {len(m.learners)} | {', '.join(m.stages)} "
-                     f"| {markdown_inline(m.check, 160)} | `{m.id}` | {markdown_inline(who)} |")
+                     f"| {check} | `{m.id}` | {markdown_inline(who)} |")
     lines += ["", "### Each mistake in full", ""]
     for n, m in enumerate(mistakes, start=1):
         learners = ", ".join(m.learners)
