@@ -188,24 +188,31 @@ def mistakes_table(summary: str) -> list[dict]:
 
 
 def test_summary_ranks_the_mistakes(graded):
-    """Seven learners whose embeddings.py cannot be imported, each failing all nine checks: one
-    row of seven learners, not a row per check (nor one learner per check); its message in
-    full, once."""
+    """Seven learners whose embeddings.py was never imported, each failing all nine checks: a
+    row per fix, not a row per check (nor one learner per check), each message in full, once.
+    Nothing handed in (no embeddings.py, none in an empty zip, one only under ../), a file
+    that could not be read (not UTF-8, too large) and a syntax error are three rows."""
     root, _, _, _ = graded
     summary = (root / "grades" / "summary.md").read_text()
     assert "9 of 9 learners graded" in summary
     assert "| embedding | 2.2 | 20 | 1 | 1 |" in summary  # average, max, full marks, untouched
     assert "| onehot |" not in summary, "a stage not graded has no average"
-    rows = mistakes_table(summary)
-    assert [(r["id"], r["learners"]) for r in rows] == [("import-failure", 7)], rows
-    broken = ["bomb", "dotdot", "empty", "latin1", "liar", "missing", "syntax"]
-    assert sorted(rows[0]["who"]) == broken, "each learner once; an unwritten stub is no mistake"
-    first = rows[0]["who"][0]
-    results = json.loads((root / "grades" / first / "results.json").read_text())
-    messages = [m["message"] for m in results["extra_data"]["mistakes"]]
-    assert rows[0]["message"] in messages, "the example message, in full"
-    assert IMPORT_FAILED in rows[0]["message"]
-    assert {m["id"] for m in results["extra_data"]["mistakes"]} == {"import-failure"}
+    rows = {row["id"]: row for row in mistakes_table(summary)}
+    assert list(rows) == ["missing-file", "unusable-file", "import-failure"], rows
+    assert {kind: sorted(row["who"]) for kind, row in rows.items()} == {
+        "missing-file": ["dotdot", "empty", "missing"],
+        "unusable-file": ["bomb", "latin1", "liar"],
+        "import-failure": ["syntax"]}, "each learner once; an unwritten stub is no mistake"
+    assert rows["missing-file"]["check"] == mistakes.KINDS[mistakes.MISSING_FILE]
+    for kind, says in (("missing-file", "embeddings.py is missing from the submission, so "),
+                       ("unusable-file", IMPORT_FAILED), ("import-failure", IMPORT_FAILED)):
+        row = rows[kind]
+        results = json.loads((root / "grades" / row["who"][0] / "results.json").read_text())
+        messages = [m["message"] for m in results["extra_data"]["mistakes"]]
+        assert row["message"] in messages, "the example message, in full"
+        assert says in row["message"], row["message"]
+        assert {m["id"] for m in results["extra_data"]["mistakes"]} == {kind}
+    assert "SyntaxError" in rows["import-failure"]["message"]
     assert (root / "grades" / "histogram.png").read_bytes().startswith(b"\x89PNG")
 
 

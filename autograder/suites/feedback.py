@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from ..boundary.intake import hand_in
-from ..mistakes import CRASHED, IMPORT_FAILED, MISTAKE, TIMED_OUT
+from ..boundary.intake import MISSING, REPLACED, hand_in
+from ..mistakes import CRASHED, IMPORT_FAILED, MISSING_FILE, MISTAKE, TIMED_OUT, UNUSABLE_FILE
 from ..sandboxed.protocol import MetaTensor, RemoteObject
 
 if TYPE_CHECKING:  # the type only: the suites never reach into the worker
@@ -80,12 +80,13 @@ def _not_imported(outcome: Outcome, what: str, module: str | None) -> None:
     since the stub that stands in for it would only say "not implemented yet"."""
     if module and module in outcome.import_errors:
         error = outcome.import_errors[module]
-        if error.get("missing"):  # the grader's own finding (boundary/client.py)
+        found = error.get("file")  # the grader's own finding (boundary/client.py)
+        if found == MISSING:  # one mistake per kind, whichever test meets it
             raise Mistake(f"{module}.py is missing from the submission, so {what} could not "
-                          f"be graded: {hand_in(f'{module}.py')}", IMPORT_FAILED)
-        raise Mistake(  # one mistake, whichever test meets it
+                          f"be graded: {hand_in(f'{module}.py')}", MISSING_FILE)
+        raise Mistake(
             f"your {module}.py could not be imported, so {what} could not be graded: "
-            f"{describe_error(error)}", IMPORT_FAILED)
+            f"{describe_error(error)}", UNUSABLE_FILE if found == REPLACED else IMPORT_FAILED)
 
 
 def unwrap(outcome: Outcome, what: str, module: str | None = None) -> object:

@@ -21,7 +21,15 @@ from xml.etree import ElementTree
 from lumen.stages import stage
 
 from ..boundary.clean import encodable
-from ..mistakes import CRASHED, IMPORT_FAILED, MISTAKE, NOT_RUN, TIMED_OUT
+from ..mistakes import (
+    CRASHED,
+    IMPORT_FAILED,
+    MISSING_FILE,
+    MISTAKE,
+    NOT_RUN,
+    TIMED_OUT,
+    UNUSABLE_FILE,
+)
 from ..options import DEFAULT_VISIBILITY
 from ..results import Grade, StageGrade, TestResult
 from .escape import terminal as shown
@@ -46,7 +54,7 @@ def stage_line(s: StageGrade) -> str:
 
 #: How specific each kind of failure's message is, most first: a diagnosed mistake names its
 #: cause; a crash, a timeout or a failed import only says that the code did not finish.
-SPECIFIC = (MISTAKE, CRASHED, TIMED_OUT, IMPORT_FAILED, NOT_RUN)
+SPECIFIC = (MISTAKE, CRASHED, TIMED_OUT, IMPORT_FAILED, UNUSABLE_FILE, MISSING_FILE, NOT_RUN)
 
 
 def failures(s: StageGrade) -> list[TestResult]:
