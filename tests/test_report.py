@@ -45,6 +45,15 @@ def test_every_failing_check_is_listed_the_most_specific_diagnosis_first():
 
 
 
+
+def test_a_stage_of_one_check_says_check():
+    """Counts agree in number: "0 of 1 check passed", "0 of 2 checks passed"."""
+    failed = _result("eps", False, "expected 0.5, got 0.25")
+    one = StageGrade("neighbours", 0.0, 5.0, [(failed, 0.0, 5.0)])
+    two = StageGrade("neighbours", 0.0, 10.0, [(failed, 0.0, 5.0), (failed, 0.0, 5.0)])
+    assert report.stage_line(one).endswith(" 0 of 1 check passed")
+    assert report.stage_line(two).endswith(" 0 of 2 checks passed")
+
 @pytest.fixture(scope="module")
 def empty(tmp_path_factory) -> tuple[str, dict]:
     """Nothing handed in, graded by ``python -m autograder grade`` as a learner runs it (two

@@ -122,8 +122,8 @@ def _mistakes_section(mistakes: list[Diagnosed], names_shown: int = 8) -> list[s
     lines += ["", "### Each mistake in full", ""]
     for n, m in enumerate(mistakes, start=1):
         learners = ", ".join(m.learners)
-        lines += [f"**M{n}** `{m.id}`: {len(m.learners)} learner"
-                  f"{'s' if len(m.learners) > 1 else ''} ({markdown_inline(learners)}). "
+        lines += [f"**M{n}** `{m.id}`: {counted(len(m.learners), 'learner')} "
+                  f"({markdown_inline(learners)}). "
                   f"{markdown_inline(m.example_learner)}'s message:", ""]
         lines += [f"> {line}" for line in markdown_text(m.example).splitlines()] + [""]
     return lines

@@ -32,6 +32,7 @@ from ..mistakes import (
 )
 from ..options import DEFAULT_VISIBILITY
 from ..results import Grade, StageGrade, TestResult
+from ..words import counted
 from .escape import terminal as shown
 
 #: What XML 1.0 cannot hold, even escaped: C0 controls but tab, newline and CR; surrogates;
@@ -46,9 +47,10 @@ def stage_line(s: StageGrade) -> str:
     elif s.not_implemented:
         status = "not implemented yet"
     elif s.score == s.max_score:  # only structural checks, worth 0 points, failed
-        status = f"{passed} of {len(s.tests)} checks passed (the others carry no points)"
+        status = f"{passed} of {counted(len(s.tests), 'check')} passed (the others carry no " \
+            "points)"
     else:
-        status = f"{passed} of {len(s.tests)} checks passed"
+        status = f"{passed} of {counted(len(s.tests), 'check')} passed"
     return f"  {s.name:<11}{s.score:>6.1f} / {s.max_score:<5g} {status}"
 
 
