@@ -194,7 +194,8 @@ def _edit_manifest(folder: Path, **changes) -> None:
 
 
 @pytest.mark.parametrize("breakage, words", [
-    ("missing", "shard 2/3 missing: run `python -m autograder grade-batch SUBMISSIONS --shard"),
+    ("missing", "shard 2/3 missing: run `python -m autograder grade-batch SUBMISSIONS/ --shard K/3 "
+                "--out grades/shard-K.csv` for each"),
     ("twice", "shard 1/3 is given twice"),
     ("other N", "split the class into different numbers of shards (4 and 3)"),
     ("rubric", "different rubric (autograder/rubric.toml)"),
@@ -299,6 +300,17 @@ def _refusal(*manifests: dict) -> str:
     with pytest.raises(shards.ShardError) as refused:
         shards.check([shards.Shard(f"s{m['shard']}", Path("."), m) for m in manifests])
     return str(refused.value)
+
+
+def test_a_missing_shard_is_told_the_command_readme_gives():
+    """The command the refusal of a missing shard names is README's, with its file layout."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### Grading on a cluster (shards)", 1)[1].split("\n### ", 1)[0]
+    command = next(line.split("#")[0].strip() for line in section.splitlines()
+                   if line.startswith("python -m autograder grade-batch"))
+    assert "--out grades/shard-K.csv" in command, command
+    said = _refusal(_manifest(1, 3, [], []), _manifest(3, 3, [], []))
+    assert f"shard 2/3 missing: run `{command.replace('K/N', 'K/3')}` for each" in said, said
 
 
 def test_counts_agree_in_number(tmp_path, monkeypatch):

@@ -60,6 +60,10 @@ SEED_POLICY = "fresh per learner"
 RECORD_FILES = (RESULTS, FEEDBACK, ERROR, GRADE)
 #: The options that change a learner's verdict or record: shards must agree on each.
 VERDICT_OPTIONS = ("stages", "visibility", "probe_seconds", "sandbox")
+#: How a shard is graded, in README's layout ("Grading on a cluster (shards)"): the merge's
+#: refusal of a missing shard names it, and tests/test_shards.py checks README still does.
+SHARD_COMMAND = ("python -m autograder grade-batch SUBMISSIONS/ --shard K/N "
+                 "--out grades/shard-K.csv")
 
 
 class ShardError(ValueError):
@@ -269,8 +273,8 @@ def check(shards: list[Shard]) -> dict[str, Shard]:
     if missing:
         raise ShardError(
             f"shard{'s' if len(missing) > 1 else ''} {', '.join(f'{k}/{n}' for k in missing)} "
-            f"missing: run `python -m autograder grade-batch SUBMISSIONS --shard K/{n} --out "
-            "grades-K.csv` for each (with the other shards' options) and give its output too")
+            f"missing: run `{SHARD_COMMAND.replace('K/N', f'K/{n}')}` for each (with the other "
+            "shards' options) and give its output too")
     holder: dict[str, Shard] = {}
     for s in shards:
         for key in s.manifest["learners"]:
