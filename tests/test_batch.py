@@ -27,7 +27,7 @@ import pytest
 from autograder import mistakes
 from autograder.boundary.intake import MAX_FILE
 from autograder.frontends import batch, classbook, provenance
-from autograder.frontends.summary import write_summary
+from autograder.frontends.summary import histogram_figure, write_summary
 from autograder.options import Limits, Options
 from autograder.results import RECORD_VERSION, Grade, StageGrade, TestResult
 from lumen.stages import STAGE_NAMES, SUBMISSION_FILES
@@ -282,6 +282,17 @@ def test_summary_shows_a_checks_title_whole(tmp_path):
                               "max": {"init": 15.0}}])
     table = mistakes_table((tmp_path / "summary.md").read_text(encoding="utf-8"))
     assert [row["check"] for row in table] == [title]
+
+
+def test_the_histograms_learner_axis_counts_whole_learners():
+    """The histogram's y axis counts learners: its ticks are whole numbers, for one learner
+    (where matplotlib would tick 0.2, 0.4, ...) as for many."""
+    plt = pytest.importorskip("matplotlib.pyplot")
+    for totals in ([50.0], [20.0, 25.0, 90.0], [float(x) for x in range(0, 100, 3)]):
+        figure = histogram_figure(totals)
+        ticks = [t for t in figure.axes[0].get_yticks() if t >= 0]
+        plt.close(figure)
+        assert len(ticks) >= 2 and all(float(t).is_integer() for t in ticks), (totals, ticks)
 
 
 def test_resume_skips_the_graded_and_force_regrades(graded):

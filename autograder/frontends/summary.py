@@ -129,21 +129,34 @@ def _mistakes_section(mistakes: list[Diagnosed], names_shown: int = 8) -> list[s
     return lines
 
 
-def _histogram(path: Path, totals: list[float]) -> bool:
-    """The score histogram as a PNG (matplotlib, no display); False if it cannot be drawn."""
+def histogram_figure(totals: list[float]):
+    """The score histogram as a matplotlib Figure (no display; the caller closes it), or None
+    without matplotlib. Its learner axis counts learners: whole numbers only."""
     try:
         import matplotlib  # optional and heavy: only the histogram needs it
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt  # after use("Agg"): no display is looked for
+        from matplotlib.ticker import MaxNLocator
     except ImportError:
-        return False
+        return None
     figure, axes = plt.subplots(figsize=(6, 3.5))
     axes.hist(totals, bins=range(0, 101, 10), edgecolor="black")
     axes.set_xlabel("total score (out of 100)")
     axes.set_ylabel("learners")
+    axes.yaxis.set_major_locator(MaxNLocator(integer=True))  # no 0.2 of a learner
     axes.set_title(f"Scores of {counted(len(totals), 'learner')}")
     axes.set_xlim(0, 100)
+    return figure
+
+
+def _histogram(path: Path, totals: list[float]) -> bool:
+    """The score histogram as a PNG; False if it cannot be drawn."""
+    figure = histogram_figure(totals)
+    if figure is None:
+        return False
+    import matplotlib.pyplot as plt  # histogram_figure imported it
+
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
     plt.close(figure)
