@@ -562,6 +562,42 @@ def test_a_broken_grader_stops_the_batch_early(tmp_path, monkeypatch):
     assert progress.count("not graded") == batch.GIVE_UP_AFTER
 
 
+def _answers(starts: list[float], each: float, total: int) -> list[batch.Answer]:
+    """A batch of ``total`` learners on one grading process per start-up time in ``starts``,
+    each warm learner taking ``each`` seconds (the first pays for its process's start too),
+    taken in turn: the answers in the order they come."""
+    answers, free, graded = [], list(starts), [0] * len(starts)  # per process: next free at
+    for _ in range(total):
+        process = min(range(len(free)), key=free.__getitem__)
+        free[process] += each
+        answers.append(batch.Answer(process, free[process], fresh=not graded[process]))
+        graded[process] += 1
+    return sorted(answers, key=lambda a: a.at)
+
+
+@pytest.mark.parametrize("jobs", [1, 2, 4])
+def test_the_time_left_leaves_the_start_up_out(jobs):
+    """A process's start (here 10 s, five warm learners' time) is paid once: the estimate
+    after each answer is the time the rest take at the warm pace, within one learner's time,
+    and none is given before a process has answered twice (from the batch's start, the first
+    estimate was several times too long)."""
+    each, total = 2.0, 12
+    answers = _answers([10.0 + 0.5 * k for k in range(jobs)], each, total)
+    end = answers[-1].at
+    told = [batch.seconds_left(answers[:n], total, jobs) for n in range(1, total + 1)]
+    assert told[:jobs] == [None] * jobs, "no process has answered twice yet"
+    for n, left in enumerate(told[jobs:-1], start=jobs + 1):
+        assert left is not None and abs(left - (end - answers[n - 1].at)) <= each, (n, left)
+    assert told[-1] is None, "nothing left"
+
+
+def test_the_time_left_leaves_a_restart_out():
+    """After a failure the process starts again (``fresh``): that gap is no learner's."""
+    answers = [batch.Answer(0, 12.0, True), batch.Answer(0, 14.0, False),
+               batch.Answer(0, 30.0, True), batch.Answer(0, 32.0, False)]
+    assert batch.seconds_left(answers, 10, 1) == 6 * 2.0
+
+
 def test_discover_names_learners_and_clashes(tmp_path):
     for name in ("alice", "bob", "__MACOSX", ".hidden"):
         (tmp_path / name).mkdir()

@@ -232,6 +232,36 @@ class GradingProcess:
 # --- the batch -------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Answer:
+    """A learner's grading finished, for ``seconds_left``."""
+
+    process: int  # the grading process (a thread's) that graded them
+    at: float  # when, in seconds on one clock
+    fresh: bool  # the process started (again) for them: their time includes its start
+
+
+def seconds_left(answers: list[Answer], total: int, jobs: int) -> float | None:
+    """About how long the rest of a batch of ``total`` learners takes with ``jobs`` grading
+    processes, from the ``answers`` so far; None until it can be told.
+
+    From each process's time between two of its answers, never from when the batch began: a
+    process's first learner also pays for its start (Python and torch, the sandbox, the first
+    collection of the suites), several of a warm learner's time, which no later learner pays
+    again (and again after a restart: ``fresh``). Until a process has answered twice, no
+    honest estimate exists."""
+    last: dict[int, float] = {}
+    gaps = []
+    for answer in answers:
+        if not answer.fresh and answer.process in last:
+            gaps.append(answer.at - last[answer.process])
+        last[answer.process] = answer.at
+    left = total - len(answers)
+    if not gaps or left <= 0:
+        return None
+    return sum(gaps) / len(gaps) * left / jobs
+
+
 def write_learner(folder: Path, grade: Grade, visibility: str) -> None:
     """A graded learner's files, each a view of their ``grade``; the record, grade.json, last,
     since its presence means 'graded'."""
@@ -372,9 +402,11 @@ def run(submissions: Path, out: Path, options: Options | None = None,
     state = {"done": 0, "graded": 0, "regraded": 0, "failed": 0, "fatal": None}
     width = len(str(len(todo)))
     started = time.perf_counter()
+    answers: list[Answer] = []
 
     def work(index: int) -> None:
         process = GradingProcess(index, config, out_dir / ".logs" / f"process-{index}.txt")
+        fresh = True  # its first learner pays for its start
         try:
             while True:
                 with lock:
@@ -406,9 +438,10 @@ def run(submissions: Path, out: Path, options: Options | None = None,
                         if state["failed"] >= GIVE_UP_AFTER and not state["graded"]:
                             state["fatal"] = f"the first {GIVE_UP_AFTER} submissions all " \
                                              f"failed in the grader; last: {error}"
-                    left = (time.perf_counter() - started) / state["done"] * (
-                        len(todo) - state["done"])
-                    eta = f"  (about {left:.0f} s left)" if state["done"] < len(todo) else ""
+                    answers.append(Answer(index, time.perf_counter(), fresh))
+                    fresh = "grade" not in reply  # after a failure, a process starts afresh
+                    left = seconds_left(answers, len(todo), jobs)
+                    eta = f"  (about {left:.0f} s left)" if left is not None else ""
                     print(f"[{state['done']:>{width}}/{len(todo)}] "
                           f"{terminal(learner.id, MAX_NAME)} {shown}{eta}",
                           file=progress, flush=True)
