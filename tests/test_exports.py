@@ -53,7 +53,7 @@ def _grade(learner: str, failing: set[str], submission: Path) -> Grade:
     grade = score(verdicts, rubric, submission=learner, seed=1, devices=["cpu"],
                   sandbox="bwrap", seconds=2.0)
     grade.made_by = provenance.versions()  # this grader's, from these files: a rerun keeps it
-    grade.graded_from = provenance.fingerprint(submission, provenance.settings(Options()))
+    grade.graded_from = provenance.fingerprint(submission, provenance.settings_of(Options()))
     return grade
 
 

@@ -382,7 +382,7 @@ def run(submissions: Path, out: Path, options: Options | None = None,
     for learner in learners:
         if learner.problem:
             _record(out_dir / learner.id, {"error": learner.problem}, failures)
-    settings = provenance.settings(options)
+    settings = provenance.settings_of(options)
     graded_from = {x.id: _fingerprint(x.path, settings) for x in learners if not x.problem}
     standings = {x: UNGRADED if batch.force else standing(out_dir / x, made_by, graded_from[x])
                  for x in graded_from}

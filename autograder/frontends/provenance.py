@@ -66,7 +66,7 @@ def grader_version() -> str:
     return digest(versions())
 
 
-def settings(options: Options) -> str:
+def settings_of(options: Options) -> str:
     """The ``options`` a grade was made under, as ``fingerprint`` takes them."""
     return json.dumps(options.to_json(), sort_keys=True)
 
