@@ -23,13 +23,18 @@ import hashlib
 import re
 
 MISTAKE = "mistake"  # a test that ran the learner's code and found it wrong
-IMPORT_FAILED = "import-failure"
+MISSING_FILE = "missing-file"  # the file it needs was not handed in
+UNUSABLE_FILE = "unusable-file"  # handed in, but not read (not UTF-8, too large, a link)
+IMPORT_FAILED = "import-failure"  # read, but its import raised (a syntax error, say)
 TIMED_OUT = "timeout"
 CRASHED = "crash"
 NOT_RUN = "not-run"
-#: What each kind of code that never ran is, for the summary's table.
+#: What each kind of code that never ran is, for the summary's table: a file not handed in,
+#: one that could not be read and one that raised on import are three fixes, so three rows.
 KINDS = {
-    IMPORT_FAILED: "could not be imported (a syntax error, a missing or unusable file)",
+    MISSING_FILE: "was not handed in (a file missing from the submission)",
+    UNUSABLE_FILE: "was handed in but could not be read (not UTF-8, too large, a link)",
+    IMPORT_FAILED: "could not be imported (a syntax error, or an exception while importing)",
     TIMED_OUT: "did not finish in time (a loop that never ends, or work that grows too fast)",
     CRASHED: "the process running the code ended (os._exit, a segfault, too much memory)",
     NOT_RUN: "did not run (the grading run was cut short)",

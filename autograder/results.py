@@ -20,7 +20,7 @@ from .mistakes import EVERY_KIND, MISTAKE, NOT_RUN, NOT_RUN_MESSAGE, mistake_id
 from .rubric import Rubric
 
 #: The version of ``Grade``'s JSON form: a reader refuses any other.
-RECORD_VERSION = 1
+RECORD_VERSION = 2
 
 
 class GraderError(RuntimeError):
@@ -39,7 +39,7 @@ class TestResult:
 
     name: str  # the test function's name, the rubric's key
     stage: str
-    title: str  # the docstring's first line
+    title: str  # the docstring's first sentence (suites/plugin.py's check_title)
     passed: bool
     message: str = ""  # the Mistake's message, for the learner
     not_implemented: bool = False
@@ -95,6 +95,9 @@ class Grade:
     #: which grader made it (``frontends/provenance.versions``: digests of its code and
     #: rubric), where a front end keeps records between runs; empty otherwise
     made_by: dict[str, str] = field(default_factory=dict)
+    #: what it was graded from (``frontends/provenance.fingerprint``: the learner's files by
+    #: content, the grader and its options), where a front end keeps records between runs
+    graded_from: str = ""
 
     @property
     def score(self) -> float:

@@ -27,9 +27,9 @@ import pytest
 from autograder import mistakes
 from autograder.boundary.intake import MAX_FILE
 from autograder.frontends import batch, classbook, provenance
-from autograder.frontends.summary import write_summary
+from autograder.frontends.summary import histogram_figure, write_summary
 from autograder.options import Limits, Options
-from autograder.results import Grade, StageGrade, TestResult
+from autograder.results import RECORD_VERSION, Grade, StageGrade, TestResult
 from lumen.stages import STAGE_NAMES, SUBMISSION_FILES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -188,24 +188,31 @@ def mistakes_table(summary: str) -> list[dict]:
 
 
 def test_summary_ranks_the_mistakes(graded):
-    """Seven learners whose embeddings.py cannot be imported, each failing all nine checks: one
-    row of seven learners, not a row per check (nor one learner per check); its message in
-    full, once."""
+    """Seven learners whose embeddings.py was never imported, each failing all nine checks: a
+    row per fix, not a row per check (nor one learner per check), each message in full, once.
+    Nothing handed in (no embeddings.py, none in an empty zip, one only under ../), a file
+    that could not be read (not UTF-8, too large) and a syntax error are three rows."""
     root, _, _, _ = graded
     summary = (root / "grades" / "summary.md").read_text()
     assert "9 of 9 learners graded" in summary
     assert "| embedding | 2.2 | 20 | 1 | 1 |" in summary  # average, max, full marks, untouched
     assert "| onehot |" not in summary, "a stage not graded has no average"
-    rows = mistakes_table(summary)
-    assert [(r["id"], r["learners"]) for r in rows] == [("import-failure", 7)], rows
-    broken = ["bomb", "dotdot", "empty", "latin1", "liar", "missing", "syntax"]
-    assert sorted(rows[0]["who"]) == broken, "each learner once; an unwritten stub is no mistake"
-    first = rows[0]["who"][0]
-    results = json.loads((root / "grades" / first / "results.json").read_text())
-    messages = [m["message"] for m in results["extra_data"]["mistakes"]]
-    assert rows[0]["message"] in messages, "the example message, in full"
-    assert IMPORT_FAILED in rows[0]["message"]
-    assert {m["id"] for m in results["extra_data"]["mistakes"]} == {"import-failure"}
+    rows = {row["id"]: row for row in mistakes_table(summary)}
+    assert list(rows) == ["missing-file", "unusable-file", "import-failure"], rows
+    assert {kind: sorted(row["who"]) for kind, row in rows.items()} == {
+        "missing-file": ["dotdot", "empty", "missing"],
+        "unusable-file": ["bomb", "latin1", "liar"],
+        "import-failure": ["syntax"]}, "each learner once; an unwritten stub is no mistake"
+    assert rows["missing-file"]["check"] == mistakes.KINDS[mistakes.MISSING_FILE]
+    for kind, says in (("missing-file", "embeddings.py is missing from the submission, so "),
+                       ("unusable-file", IMPORT_FAILED), ("import-failure", IMPORT_FAILED)):
+        row = rows[kind]
+        results = json.loads((root / "grades" / row["who"][0] / "results.json").read_text())
+        messages = [m["message"] for m in results["extra_data"]["mistakes"]]
+        assert row["message"] in messages, "the example message, in full"
+        assert says in row["message"], row["message"]
+        assert {m["id"] for m in results["extra_data"]["mistakes"]} == {kind}
+    assert "SyntaxError" in rows["import-failure"]["message"]
     assert (root / "grades" / "histogram.png").read_bytes().startswith(b"\x89PNG")
 
 
@@ -260,6 +267,34 @@ def test_summary_groups_by_mistake_and_counts_each_learner_once(tmp_path):
                                                         reverse=True)
 
 
+def test_summary_shows_a_checks_title_whole(tmp_path):
+    """A check's title is one sentence (``plugin.check_title``), which summary.md's table shows
+    whole, however long: here the longest a suite has."""
+    from autograder.suites import test_init
+    from autograder.suites.plugin import check_title
+
+    title = check_title(test_init.test_scale_output.__doc__, "test_scale_output")
+    assert len(title) > 200, title
+    mistake = {**_mistake("init", "test_scale_output", "scale_output returned x * d"),
+               "title": title}
+    write_summary(tmp_path, [{"learner": "ann", "total": 0.0, "stages": {"init": 0.0},
+                              "seconds": 1.0, "notes": [], "mistakes": [mistake],
+                              "max": {"init": 15.0}}])
+    table = mistakes_table((tmp_path / "summary.md").read_text(encoding="utf-8"))
+    assert [row["check"] for row in table] == [title]
+
+
+def test_the_histograms_learner_axis_counts_whole_learners():
+    """The histogram's y axis counts learners: its ticks are whole numbers, for one learner
+    (where matplotlib would tick 0.2, 0.4, ...) as for many."""
+    plt = pytest.importorskip("matplotlib.pyplot")
+    for totals in ([50.0], [20.0, 25.0, 90.0], [float(x) for x in range(0, 100, 3)]):
+        figure = histogram_figure(totals)
+        ticks = [t for t in figure.axes[0].get_yticks() if t >= 0]
+        plt.close(figure)
+        assert len(ticks) >= 2 and all(float(t).is_integer() for t in ticks), (totals, ticks)
+
+
 def test_resume_skips_the_graded_and_force_regrades(graded):
     root, expected, _, _ = graded
     results = root / "grades" / "correct" / "results.json"
@@ -273,6 +308,53 @@ def test_resume_skips_the_graded_and_force_regrades(graded):
     assert code == 0 and "grading 9 of 9 learners" in progress, progress
     assert json.loads(results.read_text())["extra_data"]["seed"] != \
         json.loads(before)["extra_data"]["seed"], "regraded with a fresh seed"
+
+
+def _grade_batch(submissions: Path, out: Path) -> str:
+    """``python -m autograder grade-batch`` as an instructor runs it (the 'embedding' stage):
+    its progress, after checking it finished."""
+    done = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade-batch", str(submissions), "--out", str(out),
+         "--stage", "embedding"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stderr
+
+
+def test_a_rerun_regrades_exactly_the_learners_whose_files_changed(tmp_path):
+    """A rerun without --force regrades a learner whose files changed since their grade (here
+    bob, who broke his embeddings.py) and keeps the others: by content, so alice's file saved
+    again unchanged and carol's zip made again from the same files keep their grades. The
+    closing lines say how many it regraded and kept."""
+    lumen = {name: _lumen(name).encode() for name in SUBMISSION_FILES}
+    submissions, out = tmp_path / "submissions", tmp_path / "grades.csv"
+    _folder(submissions / "alice", lumen)
+    _folder(submissions / "bob", lumen)
+
+    def carol_zip(year: int) -> bytes:  # the same files, stored with the time of ``year``
+        with zipfile.ZipFile(submissions / "carol.zip", "w") as archive:
+            for name, data in lumen.items():
+                archive.writestr(zipfile.ZipInfo(f"exercises/{name}", (year, 1, 1, 0, 0, 0)),
+                                 data)
+        return (submissions / "carol.zip").read_bytes()
+
+    first_zip = carol_zip(2024)
+    _grade_batch(submissions, out)
+    assert [_rows(out)[x]["total"] for x in ("alice", "bob", "carol")] == ["20", "20", "20"]
+    records = {x: (tmp_path / "grades" / x / "grade.json").read_bytes()
+               for x in ("alice", "carol")}
+
+    (submissions / "alice" / "embeddings.py").write_bytes(lumen["embeddings.py"])  # the same
+    (submissions / "bob" / "embeddings.py").write_bytes(
+        (ROOT / "exercises" / "embeddings.py").read_bytes())  # back to the stub
+    assert carol_zip(2025) != first_zip, "another zip of the same files"
+    progress = _grade_batch(submissions, out)
+    assert "grading 1 of 3 learners" in progress, progress
+    assert "[1/1] bob 0.0" in progress, progress
+    assert "regraded 1 learner whose files or options changed since their last grade; kept 2 " \
+           "learners graded before from the same files" in progress, progress
+    assert _rows(out)["bob"]["total"] == "0", "bob's grade is his new files'"
+    for learner, record in records.items():
+        assert (tmp_path / "grades" / learner / "grade.json").read_bytes() == record, learner
 
 
 def _without_seconds(rows: dict[str, dict[str, str]]) -> dict:
@@ -442,7 +524,7 @@ def test_resume_keeps_only_the_records_this_grader_made(tmp_path, monkeypatch):
     assert code == 0 and "grading 5 of 5" in progress, progress
     grades = tmp_path / "grades"
     record = json.loads((grades / "alice" / "grade.json").read_text())
-    assert record["made_by"] == provenance.versions() and record["version"] == 1
+    assert record["made_by"] == provenance.versions() and record["version"] == RECORD_VERSION
     kept = (grades / "dan" / "grade.json").read_bytes()
 
     def edit(learner: str, change) -> None:
@@ -452,16 +534,18 @@ def test_resume_keeps_only_the_records_this_grader_made(tmp_path, monkeypatch):
         path.write_text(json.dumps(data))
 
     edit("alice", lambda d: d["made_by"].update(grader="0" * 64))  # graded by another grader
-    edit("bob", lambda d: d.update(version=2))
+    edit("bob", lambda d: d.update(version=RECORD_VERSION + 1))
     (grades / "carol" / "grade.json").write_text("{not json")
     (grades / "eve" / "grade.json").unlink()  # results.json alone is not a record
     assert (grades / "eve" / "results.json").is_file()
     code, progress = _run(tmp_path / "submissions", tmp_path / "grades.csv")
-    assert code == 0 and "grading 4 of 5" in progress and "1 graded before" in progress, progress
+    assert code == 0 and "grading 4 of 5" in progress, progress
+    assert "kept 1 learner graded before" in progress, progress
     assert (grades / "dan" / "grade.json").read_bytes() == kept
     for learner in learners:
         again = json.loads((grades / learner / "grade.json").read_text())
-        assert again["made_by"] == provenance.versions() and again["version"] == 1, learner
+        assert again["made_by"] == provenance.versions(), learner
+        assert again["version"] == RECORD_VERSION, learner
     assert [_rows(tmp_path / "grades.csv")[x]["total"] for x in learners] == ["1"] * 5
 
 
@@ -476,6 +560,42 @@ def test_a_broken_grader_stops_the_batch_early(tmp_path, monkeypatch):
     code, progress = _run(tmp_path / "submissions", tmp_path / "grades.csv")
     assert code == 2 and "the batch stopped" in progress
     assert progress.count("not graded") == batch.GIVE_UP_AFTER
+
+
+def _answers(starts: list[float], each: float, total: int) -> list[batch.Answer]:
+    """A batch of ``total`` learners on one grading process per start-up time in ``starts``,
+    each warm learner taking ``each`` seconds (the first pays for its process's start too),
+    taken in turn: the answers in the order they come."""
+    answers, free, graded = [], list(starts), [0] * len(starts)  # per process: next free at
+    for _ in range(total):
+        process = min(range(len(free)), key=free.__getitem__)
+        free[process] += each
+        answers.append(batch.Answer(process, free[process], fresh=not graded[process]))
+        graded[process] += 1
+    return sorted(answers, key=lambda a: a.at)
+
+
+@pytest.mark.parametrize("jobs", [1, 2, 4])
+def test_the_time_left_leaves_the_start_up_out(jobs):
+    """A process's start (here 10 s, five warm learners' time) is paid once: the estimate
+    after each answer is the time the rest take at the warm pace, within one learner's time,
+    and none is given before a process has answered twice (from the batch's start, the first
+    estimate was several times too long)."""
+    each, total = 2.0, 12
+    answers = _answers([10.0 + 0.5 * k for k in range(jobs)], each, total)
+    end = answers[-1].at
+    told = [batch.seconds_left(answers[:n], total, jobs) for n in range(1, total + 1)]
+    assert told[:jobs] == [None] * jobs, "no process has answered twice yet"
+    for n, left in enumerate(told[jobs:-1], start=jobs + 1):
+        assert left is not None and abs(left - (end - answers[n - 1].at)) <= each, (n, left)
+    assert told[-1] is None, "nothing left"
+
+
+def test_the_time_left_leaves_a_restart_out():
+    """After a failure the process starts again (``fresh``): that gap is no learner's."""
+    answers = [batch.Answer(0, 12.0, True), batch.Answer(0, 14.0, False),
+               batch.Answer(0, 30.0, True), batch.Answer(0, 32.0, False)]
+    assert batch.seconds_left(answers, 10, 1) == 6 * 2.0
 
 
 def test_discover_names_learners_and_clashes(tmp_path):

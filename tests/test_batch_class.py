@@ -218,11 +218,13 @@ def test_no_stage_process_heard_a_sibling(graded):
 
 
 def _title(stage: str, test: str) -> str:
-    """A hidden test's title in results.json: its stage and its docstring's first line."""
+    """A hidden test's title in results.json: its stage and its docstring's first sentence."""
     import importlib
 
+    from autograder.suites.plugin import check_title
+
     function = getattr(importlib.import_module(f"autograder.suites.test_{stage}"), test)
-    return f"{stage}: {function.__doc__.strip().splitlines()[0]}"
+    return f"{stage}: {check_title(function.__doc__, test)}"
 
 
 def test_forgeries_steal_nothing(graded):

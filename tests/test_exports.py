@@ -21,6 +21,7 @@ import pytest
 
 from autograder import __main__ as cli
 from autograder.frontends import batch, exports, provenance
+from autograder.options import Options
 from autograder.results import Grade, TestResult, score
 from autograder.rubric import load
 from lumen.stages import STAGE_NAMES
@@ -42,15 +43,17 @@ ALICE_EMBEDDING, ALICE_PARAMS = (f"{load().stage_max(stage) - _LOST[stage]:g}"
                                  for stage in ("embedding", "params"))
 
 
-def _grade(learner: str, failing: set[str]) -> Grade:
-    """A learner's record as grade-batch keeps it, with the tests in ``failing`` failed."""
+def _grade(learner: str, failing: set[str], submission: Path) -> Grade:
+    """A learner's record as grade-batch keeps it, with the tests in ``failing`` failed, made
+    from the files at ``submission``."""
     rubric = load()
     verdicts = [TestResult(name=t, stage=s, title=t, passed=t not in failing,
                            message="wrong" if t in failing else "")
                 for s in STAGE_NAMES for t in rubric.points[s]]
     grade = score(verdicts, rubric, submission=learner, seed=1, devices=["cpu"],
                   sandbox="bwrap", seconds=2.0)
-    grade.made_by = provenance.versions()  # this grader's: a rerun keeps it
+    grade.made_by = provenance.versions()  # this grader's, from these files: a rerun keeps it
+    grade.graded_from = provenance.fingerprint(submission, provenance.settings_of(Options()))
     return grade
 
 
@@ -65,7 +68,8 @@ def graded_class(tmp_path) -> Path:
     grades = tmp_path / "grades"
     for learner, failing in (("alice", set(ALICE_FAILS.values())),
                              ("bob", set()), ("dave", {"test_gpt2_totals"})):
-        batch.write_learner(grades / learner, _grade(learner, failing), "after_due_date")
+        batch.write_learner(grades / learner, _grade(learner, failing, subs / learner),
+                            "after_due_date")
     (tmp_path / "roster.csv").write_text(ROSTER + "eve,Eve,105,,,Section B,eve@uni.example\n")
     return tmp_path
 

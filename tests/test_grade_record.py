@@ -47,7 +47,8 @@ def random_grade(seed: int) -> Grade:
                  seconds=rng.random() * 30, notes=rng.sample(HOSTILE, 3),
                  operator_notes=rng.sample(HOSTILE, 2),
                  not_graded=[s for s in STAGE_NAMES if s not in chosen],
-                 made_by={"grader": f"{seed:064x}", "rubric": "0" * 64} if seed % 2 else {})
+                 made_by={"grader": f"{seed:064x}", "rubric": "0" * 64} if seed % 2 else {},
+                 graded_from=f"{seed:064x}" if seed % 3 else "")
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -71,6 +72,7 @@ def test_every_kind_and_every_field_survives():
     assert kinds == set(mistakes.EVERY_KIND)
     assert all(g.notes and g.operator_notes for g in grades)
     assert any(g.not_graded for g in grades) and any(g.made_by for g in grades)
+    assert any(g.graded_from for g in grades)
 
 
 def _broken(change) -> dict:
@@ -84,7 +86,8 @@ def _first_test(data: dict) -> dict:
 
 
 @pytest.mark.parametrize("change, says", [
-    (lambda d: d.update(version=2), "version 2"),
+    (lambda d: d.update(version=RECORD_VERSION + 1), f"version {RECORD_VERSION + 1}"),
+    (lambda d: d.update(version=1), "version 1"),  # before graded_from
     (lambda d: d.update(version=True), "version True"),
     (lambda d: d.pop("version"), "missing or unknown fields: version"),
     (lambda d: d.pop("notes"), "missing or unknown fields: notes"),

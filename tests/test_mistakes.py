@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from autograder import mistakes
+from autograder.boundary import intake
 from autograder.boundary.client import Outcome
 from autograder.mistakes import mistake_id
 from autograder.suites.feedback import Mistake, describe_error, unwrap
@@ -107,7 +108,13 @@ def test_code_that_never_ran_is_one_mistake_per_kind_whichever_test():
     """feedback.unwrap sets the kind of a file that did not import, a call that did not finish
     and a process that ended, as data: one id per kind, on any test of any stage."""
     error = {"type": "SyntaxError", "message": "invalid syntax (embeddings.py, line 132)"}
+    missing = {"type": "FileNotFoundError", "message": "embeddings.py is missing", "file":
+               intake.MISSING}  # the grader's own findings (intake.finding), never the text
+    unusable = {"type": "ImportError", "message": "embeddings.py is not UTF-8 text", "file":
+                intake.REPLACED}
     cases = {mistakes.IMPORT_FAILED: Outcome(import_errors={"embeddings": error}),
+             mistakes.MISSING_FILE: Outcome(import_errors={"embeddings": missing}),
+             mistakes.UNUSABLE_FILE: Outcome(import_errors={"embeddings": unusable}),
              mistakes.TIMED_OUT: Outcome(timed_out=True),
              mistakes.CRASHED: Outcome(crashed="the process running your code ended (EOFError)"),
              mistakes.MISTAKE: Outcome(error={"type": "IndexError", "message": "index 9"})}
@@ -120,7 +127,7 @@ def test_code_that_never_ran_is_one_mistake_per_kind_whichever_test():
         assert ids == ({kind} if kind != mistakes.MISTAKE else {
             mistake_id("embedding", "test_lookup_every_shape", str(mistake)),
             mistake_id("tying", "test_parameter_count", str(mistake))}), kind
-    assert len({mistake_id("s", "t", mistakes.NOT_RUN_MESSAGE, k) for k in mistakes.KINDS}) == 4
+    assert len({mistake_id("s", "t", mistakes.NOT_RUN_MESSAGE, k) for k in mistakes.KINDS}) == 6
 
 
 #: The phrases feedback.unwrap words code that never ran with, as a learner may write them.

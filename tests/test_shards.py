@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.frontends import batch, shards
+from autograder.frontends import batch, provenance, shards
 from autograder.options import Options
 from autograder.views.escape import csv_text
 from lumen.stages import SUBMISSION_FILES
@@ -205,7 +205,8 @@ def _edit_manifest(folder: Path, **changes) -> None:
 
 
 @pytest.mark.parametrize("breakage, words", [
-    ("missing", "shard 2/3 missing: run `python -m autograder grade-batch SUBMISSIONS --shard"),
+    ("missing", "shard 2/3 missing: run `python -m autograder grade-batch SUBMISSIONS/ --shard K/3 "
+                "--out grades/shard-K.csv` for each"),
     ("twice", "shard 1/3 is given twice"),
     ("other N", "split the class into different numbers of shards (4 and 3)"),
     ("rubric", "different rubric (autograder/rubric.toml)"),
@@ -293,6 +294,55 @@ def test_a_shard_that_died_is_rerun_alone_and_resumes(graded, copies, tmp_path):
     assert "grading 1 of 3 learners" in progress.getvalue()
     assert (lost / "grade.json").is_file()
     assert _merge(copies, tmp_path / "m.csv")[0] == 0
+
+
+def _manifest(k: int, n: int, learners: list[str], seen: list[str]) -> dict:
+    """A finished shard K/N's manifest, as this grader writes it: ``learners`` graded of the
+    class ``seen``."""
+    now = provenance.versions()
+    return {"format": shards.FORMAT, "shard": k, "of": n, "grader": now["grader"],
+            "rubric": now["rubric"], "seed": shards.SEED_POLICY,
+            "options": dict.fromkeys(shards.VERDICT_OPTIONS),
+            "class": {"learners": len(seen), "digest": shards.class_digest(seen)},
+            "learners": dict.fromkeys(learners, {})}
+
+
+def _refusal(*manifests: dict) -> str:
+    with pytest.raises(shards.ShardError) as refused:
+        shards.check([shards.Shard(f"s{m['shard']}", Path("."), m) for m in manifests])
+    return str(refused.value)
+
+
+def test_a_missing_shard_is_told_the_command_readme_gives():
+    """The command the refusal of a missing shard names is README's, with its file layout."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### Grading on a cluster (shards)", 1)[1].split("\n### ", 1)[0]
+    command = next(line.split("#")[0].strip() for line in section.splitlines()
+                   if line.startswith("python -m autograder grade-batch"))
+    assert "--out grades/shard-K.csv" in command, command
+    said = _refusal(_manifest(1, 3, [], []), _manifest(3, 3, [], []))
+    assert f"shard 2/3 missing: run `{command.replace('K/N', 'K/3')}` for each" in said, said
+
+
+def test_counts_agree_in_number(tmp_path, monkeypatch):
+    """One learner is "1 learner", one shard "1 shard": in the refusals and in what a merge of
+    one shard prints."""
+    said = _refusal(_manifest(1, 2, [], ["a"]), _manifest(2, 2, [], ["a", "b"]))
+    assert "shard 2/2 (s2) saw a class of 2 learners and shard 1/2 (s1) one of 1 learner:" \
+        in said, said
+    said = _refusal(_manifest(1, 1, ["a"], ["a", "b"]))
+    assert "the shards hold 1 learner but the class has 2" in said, said
+
+    from tests.test_batch import _FailingProcess  # scores 1, without a grader
+
+    monkeypatch.setattr(batch, "GradingProcess", _FailingProcess)
+    (tmp_path / "subs" / "alice").mkdir(parents=True)
+    progress = io.StringIO()
+    assert batch.run(tmp_path / "subs", tmp_path / "shard-1.csv", EMBEDDING,
+                     batch.Batch(shard=(1, 1)), progress=progress) == 0
+    assert "graded 1 learner in" in progress.getvalue(), progress.getvalue()
+    code, said = _merge([tmp_path / "shard-1.csv"], tmp_path / "merged" / "grades.csv")
+    assert code == 0 and "merged 1 shard: 1 learner\n" in said, said
 
 
 def test_the_command_line_says_what_is_wrong(tmp_path):

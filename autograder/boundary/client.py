@@ -28,7 +28,7 @@ from .. import ROOT, phases
 from ..options import Limits
 from . import replies
 from .clean import clean_reply, clean_text  # every reply from learner code: cleaned once
-from .intake import learner_frames
+from .intake import finding, learner_frames
 
 SANDBOXED = ROOT / "autograder" / "sandboxed"
 MAX_TIMEOUTS = 2  # per stage: after that its remaining probes fail at once
@@ -46,7 +46,9 @@ class Outcome:
     error: dict | None = None  # the learner's exception: type, message, where, not_implemented
     timed_out: bool = False
     crashed: str | None = None  # why the child is gone
-    import_errors: dict = field(default_factory=dict)  # module -> error, for the stage
+    #: module -> error, for the stage; its "file": the grader's own finding about the file
+    #: (``intake.finding``: missing, replaced or None)
+    import_errors: dict = field(default_factory=dict)
     output: str = ""  # what learner code printed
     seconds: float = 0.0
 
@@ -356,6 +358,7 @@ class StageSession:
         hello = clean_reply(hello)
         phases.mark(f"stage {self.stage}: submission loaded (seen by the grader)")
         self.import_errors = {m: error_dict(e, self.request.files)
+                              | {"file": finding(f"{m}.py", self.request.files)}  # ours to say
                               for m, e in hello["imports"].items()}
         self.printed.append(hello["output"])  # what the learner's code printed at import
         return None

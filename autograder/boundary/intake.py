@@ -67,6 +67,30 @@ class Prepared:
     notes: list[str] = field(default_factory=list)  # things worth saying that cost nothing
 
 
+#: What the grader found of a file it needs (``finding``), besides the file itself.
+MISSING, REPLACED = "missing", "replaced"
+
+
+def finding(name: str, files: dict[str, str]) -> str | None:
+    """What the grader made of the file ``name`` among a submission's ``files``
+    (``Prepared.files``): MISSING (not handed in), REPLACED (there, but unusable: replaced by
+    the stand-in ``UNUSABLE``), or None (read as handed in). Decided here, from what the grader
+    itself sends, never from what the learner's process says."""
+    text = files.get(name)
+    return MISSING if text is None else REPLACED if text.endswith(STAND_IN) else None
+
+
+def hand_in(name: str) -> str:
+    """The fix for the file ``name`` missing from a submission, wherever that is said."""
+    return f"hand in exercises/{name} (your copy of the stub, with your code in it) with the " \
+        "other files"
+
+
+def missing(name: str) -> str:
+    """The note on the file ``name`` missing from a submission: which file, and the fix."""
+    return f"{name} is missing from the submission: {hand_in(name)}"
+
+
 def _check_text(name: str, data: bytes, prepared: Prepared) -> bool:
     try:
         data.decode("utf-8")
@@ -258,7 +282,7 @@ def prepare(source: Path) -> Prepared:
     prepared.problems = {name: clean_text(why) for name, why in prepared.problems.items()}
     for name in SUBMISSION_FILES:
         if name not in found and name not in prepared.problems:
-            prepared.problems[name] = f"{name} is missing from the submission"
+            prepared.problems[name] = missing(name)
             continue  # the worker says so itself, in every test that needs it
         if name in found and _check_text(name, found[name], prepared):
             prepared.files[name] = found[name].decode("utf-8")

@@ -18,11 +18,14 @@ grades/)::
                                 files an LMS imports (``autograder/frontends/exports.py``)
 
 A learner whose grade.json was made by this grader (``provenance.versions``, kept in the record
-as ``Grade.made_by``) is skipped, so a killed batch resumes where it stopped; a record of
-another grader or rubric, or one that cannot be read, is graded again (``--force`` regrades
-everyone). Ctrl-C and SIGTERM write the CSV and summary first. Every file is written
-atomically (with the umask's permissions), grade.json last, and the CSV and summary are rebuilt
-from the records at the end, so a kill never leaves a half-written row.
+as ``Grade.made_by``) from the files they have now, under the same options
+(``provenance.fingerprint``, by content, kept as ``Grade.graded_from``) is kept, so a killed
+batch resumes where it stopped and a rerun regrades exactly the learners whose files changed;
+a record of another grader or rubric, or one that cannot be read, is graded again
+(``--force`` regrades everyone). The closing lines say how many were regraded and kept.
+Ctrl-C and SIGTERM write the CSV and summary first. Every file is written atomically (with the
+umask's permissions), grade.json last, and the CSV and summary are rebuilt from the records at
+the end, so a kill never leaves a half-written row.
 ``--shard K/N`` grades only the learners of shard K, and writes the manifest ``merge-shards``
 checks once it has finished (``autograder/frontends/shards.py``).
 
@@ -65,22 +68,26 @@ from ..views import report
 from ..views.escape import terminal
 from ..views.report import write_atomic, write_json
 from ..words import counted
-from . import shards
+from . import provenance, shards
 from .classbook import (
+    CHANGED,
     ERROR,
     FEEDBACK,
     GRADE,
+    KEPT,
     RESULTS,
+    UNGRADED,
     default_out_dir,
     discover,
-    recorded,
+    standing,
     write_class_files,
 )
-from .provenance import versions
 
 JOB_SECONDS = 600.0  # one learner, including a fresh worker's start: then the process is ended
 GIVE_UP_AFTER = 3  # grader failures before any success: the grader is broken, not the learners
 INTERRUPTED = "interrupted"  # why the batch stopped after Ctrl-C or SIGTERM
+#: What the batch says of the learners it keeps (``classbook.KEPT``), first and last.
+KEEPING = "kept {kept} graded before from the same files (--force regrades them)"
 
 
 @dataclass(frozen=True)
@@ -225,6 +232,36 @@ class GradingProcess:
 # --- the batch -------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Answer:
+    """A learner's grading finished, for ``seconds_left``."""
+
+    process: int  # the grading process (a thread's) that graded them
+    at: float  # when, in seconds on one clock
+    fresh: bool  # the process started (again) for them: their time includes its start
+
+
+def seconds_left(answers: list[Answer], total: int, jobs: int) -> float | None:
+    """About how long the rest of a batch of ``total`` learners takes with ``jobs`` grading
+    processes, from the ``answers`` so far; None until it can be told.
+
+    From each process's time between two of its answers, never from when the batch began: a
+    process's first learner also pays for its start (Python and torch, the sandbox, the first
+    collection of the suites), several of a warm learner's time, which no later learner pays
+    again (and again after a restart: ``fresh``). Until a process has answered twice, no
+    honest estimate exists."""
+    last: dict[int, float] = {}
+    gaps = []
+    for answer in answers:
+        if not answer.fresh and answer.process in last:
+            gaps.append(answer.at - last[answer.process])
+        last[answer.process] = answer.at
+    left = total - len(answers)
+    if not gaps or left <= 0:
+        return None
+    return sum(gaps) / len(gaps) * left / jobs
+
+
 def write_learner(folder: Path, grade: Grade, visibility: str) -> None:
     """A graded learner's files, each a view of their ``grade``; the record, grade.json, last,
     since its presence means 'graded'."""
@@ -235,12 +272,13 @@ def write_learner(folder: Path, grade: Grade, visibility: str) -> None:
 
 
 def _write_outcome(folder: Path, reply: dict, visibility: str,
-                   made_by: dict[str, str]) -> Grade | None:
+                   made_by: dict[str, str], graded_from: str) -> Grade | None:
     """A learner's files from a grading process's reply: its Grade (read back through
-    ``Grade.from_json``, which checks it), or why there is none."""
+    ``Grade.from_json``, which checks it), marked with the grader and the files it was made
+    by and from, or why there is none."""
     if "grade" in reply:
         grade = Grade.from_json(reply["grade"])
-        grade.made_by = dict(made_by)
+        grade.made_by, grade.graded_from = dict(made_by), graded_from
         write_learner(folder, grade, visibility)
         return grade
     for name in (GRADE, RESULTS):  # a forced regrade that failed: no stale row
@@ -251,13 +289,14 @@ def _write_outcome(folder: Path, reply: dict, visibility: str,
 
 def _record(folder: Path, reply: dict, failures: dict[str, str],
             visibility: str = DEFAULT_VISIBILITY,
-            made_by: dict[str, str] | None = None) -> tuple[str | None, str]:
+            made_by: dict[str, str] | None = None,
+            graded_from: str | None = None) -> tuple[str | None, str]:
     """Write one learner's outcome: (why they were not graded, or None; what the progress line
     says). Never raises: a learner whose files cannot be written (a full disk, a name or a
     reply that breaks a writer or is no record) gets a grading error in ``failures``, which
     their row shows."""
     try:
-        grade = _write_outcome(folder, reply, visibility, made_by or {})
+        grade = _write_outcome(folder, reply, visibility, made_by or {}, graded_from or "")
         if grade is not None:
             return None, f"{grade.score:.1f} ({grade.seconds:.1f} s)"
         error = str(reply["error"])
@@ -271,6 +310,15 @@ def _record(folder: Path, reply: dict, failures: dict[str, str],
         except Exception:  # noqa: BLE001 - this run's row says why all the same
             pass
     return error, f"not graded: {terminal(error, 120)}"
+
+
+def _fingerprint(submission: Path, settings: str) -> str | None:
+    """``provenance.fingerprint`` of a learner's submission, or None when it cannot be read
+    now (then they are graded, and the grading says why)."""
+    try:
+        return provenance.fingerprint(submission, settings)
+    except OSError:
+        return None
 
 
 @contextlib.contextmanager
@@ -318,7 +366,7 @@ def run(submissions: Path, out: Path, options: Options | None = None,
     out_dir = batch.out_dir or default_out_dir(out)
     learners, ignored = discover(submissions, skip=(out_dir, out))
     everyone = [x.id for x in learners]
-    made_by = versions()  # the grader that grades: the code loaded now, whatever edits follow
+    made_by = provenance.versions()  # the grader that grades: the code loaded now
     if shard:
 
         shards.forget(out_dir)
@@ -334,13 +382,16 @@ def run(submissions: Path, out: Path, options: Options | None = None,
     for learner in learners:
         if learner.problem:
             _record(out_dir / learner.id, {"error": learner.problem}, failures)
-    todo = [x for x in learners
-            if not x.problem and (batch.force or not recorded(out_dir / x.id, made_by))]
-    skipped = len(learners) - len(todo) - sum(1 for x in learners if x.problem)
+    settings = provenance.settings_of(options)
+    graded_from = {x.id: _fingerprint(x.path, settings) for x in learners if not x.problem}
+    standings = {x: UNGRADED if batch.force else standing(out_dir / x, made_by, graded_from[x])
+                 for x in graded_from}
+    todo = [x for x in learners if not x.problem and standings[x.id] != KEPT]
+    kept = sum(1 for s in standings.values() if s == KEPT)
     jobs = max(1, min(batch.jobs, len(todo) or 1))
     print(f"grading {len(todo)} of {counted(len(learners), 'learner')} with "
           f"{counted(jobs, 'process', 'processes')}"
-          + (f"; {skipped} graded before are skipped (--force regrades them)" if skipped else ""),
+          + (f"; {KEEPING.format(kept=counted(kept, 'learner'))}" if kept else ""),
           file=progress)
 
     # Forks grade a learner's stages side by side where cores would idle; with a process per
@@ -348,12 +399,14 @@ def run(submissions: Path, out: Path, options: Options | None = None,
     config = {"options": options.to_json(), "forks": 1 if jobs >= (os.cpu_count() or 1) else FORKS}
     pending = list(reversed(todo))
     lock = threading.Lock()
-    state = {"done": 0, "graded": 0, "failed": 0, "fatal": None}
+    state = {"done": 0, "graded": 0, "regraded": 0, "failed": 0, "fatal": None}
     width = len(str(len(todo)))
     started = time.perf_counter()
+    answers: list[Answer] = []
 
     def work(index: int) -> None:
         process = GradingProcess(index, config, out_dir / ".logs" / f"process-{index}.txt")
+        fresh = True  # its first learner pays for its start
         try:
             while True:
                 with lock:
@@ -374,18 +427,21 @@ def run(submissions: Path, out: Path, options: Options | None = None,
                         state["fatal"] = reply["fatal"]
                         return
                     error, shown = _record(out_dir / learner.id, reply, failures,
-                                           options.visibility, made_by)
+                                           options.visibility, made_by, graded_from[learner.id])
                     state["done"] += 1
                     if error is None:
                         state["graded"] += 1
+                        if standings[learner.id] == CHANGED:
+                            state["regraded"] += 1
                     else:
                         state["failed"] += 1
                         if state["failed"] >= GIVE_UP_AFTER and not state["graded"]:
                             state["fatal"] = f"the first {GIVE_UP_AFTER} submissions all " \
                                              f"failed in the grader; last: {error}"
-                    left = (time.perf_counter() - started) / state["done"] * (
-                        len(todo) - state["done"])
-                    eta = f"  (about {left:.0f} s left)" if state["done"] < len(todo) else ""
+                    answers.append(Answer(index, time.perf_counter(), fresh))
+                    fresh = "grade" not in reply  # after a failure, a process starts afresh
+                    left = seconds_left(answers, len(todo), jobs)
+                    eta = f"  (about {left:.0f} s left)" if left is not None else ""
                     print(f"[{state['done']:>{width}}/{len(todo)}] "
                           f"{terminal(learner.id, MAX_NAME)} {shown}{eta}",
                           file=progress, flush=True)
@@ -408,8 +464,12 @@ def run(submissions: Path, out: Path, options: Options | None = None,
     elapsed = time.perf_counter() - started
 
     if todo:
-        print(f"graded {state['graded']} learners in {elapsed:.1f} s "
+        print(f"graded {counted(state['graded'], 'learner')} in {elapsed:.1f} s "
               f"({elapsed / max(state['done'], 1):.2f} s each)", file=progress)
+    if kept or CHANGED in standings.values():
+        regraded = counted(state["regraded"], "learner")
+        print(f"regraded {regraded} whose files or options changed since their last grade; "
+              f"{KEEPING.format(kept=counted(kept, 'learner'))}", file=progress)
     rows, exported = write_class_files(learners, out, out_dir, failures, list(batch.exports),
                                        batch.roster, batch.assignment, progress)
     if state["fatal"]:

@@ -111,14 +111,26 @@ def read_grade(folder: Path) -> Grade:
     return Grade.from_json(json.loads((folder / GRADE).read_text(encoding="utf-8")))
 
 
-def recorded(folder: Path, made_by: dict[str, str]) -> bool:
-    """Whether ``folder`` holds a record that the grader ``made_by`` (``provenance.versions``)
-    made: a grade to keep when a batch resumes. Any other (another grader or rubric, an older
-    record version, a file that cannot be read) is graded again."""
+#: Where a learner stands when a batch starts (``standing``).
+KEPT = "kept"  # a record this grader made from the files they have now: kept
+CHANGED = "changed"  # a record this grader made, from other files (or options): graded again
+UNGRADED = "ungraded"  # no record this grader made (none, another grader's, unreadable)
+
+
+def standing(folder: Path, made_by: dict[str, str], graded_from: str | None) -> str:
+    """Whether the record in ``folder`` is to be kept when a batch resumes: KEPT if the grader
+    ``made_by`` (``provenance.versions``) made it from ``graded_from``
+    (``provenance.fingerprint``: the learner's files as they are now, under this run's
+    options); CHANGED if that grader made it from other files or options; UNGRADED if there
+    is none it made (none, another grader's or rubric's, an older record version, a file that
+    cannot be read). ``graded_from`` None (the files could not be read): never KEPT."""
     try:
-        return read_grade(folder).made_by == made_by
+        grade = read_grade(folder)
     except (OSError, ValueError):
-        return False
+        return UNGRADED
+    if grade.made_by != made_by:
+        return UNGRADED
+    return KEPT if graded_from is not None and grade.graded_from == graded_from else CHANGED
 
 
 def collect(learners: list[Learner], out_dir: Path,

@@ -59,7 +59,6 @@ from __future__ import annotations
 
 import csv
 import functools
-import hashlib
 import json
 import os
 import re
@@ -103,7 +102,7 @@ from ..views.report import check_name, check_output
 from ..words import counted
 from . import batch
 from .classbook import GRADE, read_grade
-from .provenance import digest, versions
+from .provenance import fingerprint
 
 #: A stage's check cell in the lab notebook -> the stage (grade ids: solutions/notebook.py).
 CHECK_CELLS = {grade_id(s): s for s in STAGE_NAMES}
@@ -436,25 +435,6 @@ def carry_timestamp(source: Path, target: Path) -> str | None:
                 "no submission time recorded, so no late penalty was decided")
     (target / TIMESTAMP).write_text(f"{when.isoformat(' ')}\n", encoding="utf-8")
     return None
-
-
-@functools.cache
-def grader_version() -> str:
-    """A digest of the grader that grades (``provenance.versions``: every file a grade reads
-    and grade-batch, which writes each record): a change to any of them is a new grader, whose
-    grades are new."""
-
-    return digest(versions())
-
-
-def fingerprint(folder: Path, settings: str) -> str:
-    """What one learner's grade depends on: the .py files in ``folder`` (the copy in
-    submitted/, the only files the grader reads), the grader's version and its ``settings``."""
-    digest = hashlib.sha256(f"{grader_version()}\0{settings}\0".encode())
-    for name in SUBMISSION_FILES:
-        path = folder / name
-        digest.update(name.encode() + (b"\1" + path.read_bytes() if path.is_file() else b"\2"))
-    return digest.hexdigest()
 
 
 def reusable(grades: Path, learner: str, wanted: str) -> bool:

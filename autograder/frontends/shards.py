@@ -45,6 +45,7 @@ from ..boundary.clean import MAX_NAME
 from ..options import Options
 from ..views.escape import terminal
 from ..views.report import write_atomic, write_json
+from ..words import counted
 from . import classbook
 from .classbook import ERROR, FEEDBACK, GRADE, RESULTS
 from .provenance import versions
@@ -59,6 +60,10 @@ SEED_POLICY = "fresh per learner"
 RECORD_FILES = (RESULTS, FEEDBACK, ERROR, GRADE)
 #: The options that change a learner's verdict or record: shards must agree on each.
 VERDICT_OPTIONS = ("stages", "visibility", "probe_seconds", "sandbox")
+#: How a shard is graded, in README's layout ("Grading on a cluster (shards)"): the merge's
+#: refusal of a missing shard names it, and tests/test_shards.py checks README still does.
+SHARD_COMMAND = ("python -m autograder grade-batch SUBMISSIONS/ --shard K/N "
+                 "--out grades/shard-K.csv")
 
 
 class ShardError(ValueError):
@@ -244,8 +249,9 @@ def check(shards: list[Shard]) -> dict[str, Shard]:
         if m["class"] != f["class"]:
             same = m["class"]["learners"] == f["class"]["learners"]
             raise ShardError(
-                f"{s.name} saw a class of {m['class']['learners']} learners and {first.name} one "
-                f"of {f['class']['learners']}{' (other names)' if same else ''}: "
+                f"{s.name} saw a class of {counted(m['class']['learners'], 'learner')} and "
+                f"{first.name} one of {counted(f['class']['learners'], 'learner')}"
+                f"{' (other names)' if same else ''}: "
                 "the submissions folder changed between shards. Rerun every shard on the same "
                 "copy of it (each resumes, grading only who is new), then merge again")
     now = versions()
@@ -267,8 +273,8 @@ def check(shards: list[Shard]) -> dict[str, Shard]:
     if missing:
         raise ShardError(
             f"shard{'s' if len(missing) > 1 else ''} {', '.join(f'{k}/{n}' for k in missing)} "
-            f"missing: run `python -m autograder grade-batch SUBMISSIONS --shard K/{n} --out "
-            "grades-K.csv` for each (with the other shards' options) and give its output too")
+            f"missing: run `{SHARD_COMMAND.replace('K/N', f'K/{n}')}` for each (with the other "
+            "shards' options) and give its output too")
     holder: dict[str, Shard] = {}
     for s in shards:
         for key in s.manifest["learners"]:
@@ -286,7 +292,7 @@ def check(shards: list[Shard]) -> dict[str, Shard]:
                                  "this grader's --shard; regrade them")
             holder[learner] = s
     if len(holder) != first.manifest["class"]["learners"]:
-        raise ShardError(f"the shards hold {len(holder)} learners but the class has "
+        raise ShardError(f"the shards hold {counted(len(holder), 'learner')} but the class has "
                          f"{first.manifest['class']['learners']}: regrade the shards")
     return holder
 
@@ -364,7 +370,8 @@ def merge(paths: list[Path], out: Path, exports: list[str] | None = None, roster
         print(f"error: {error}", file=progress)
         return 2
     learners = [classbook.Learner(x, out_dir / x) for x in sorted(holder)]
-    print(f"merged {len(shards)} shards: {len(learners)} learners", file=progress)
+    print(f"merged {counted(len(shards), 'shard')}: {counted(len(learners), 'learner')}",
+          file=progress)
     rows, exported = classbook.write_class_files(learners, out, out_dir, {}, exports, roster,
                                              assignment, progress)
     if not exported:

@@ -20,6 +20,7 @@ from ..views.report import write_atomic
 from ..words import counted
 
 SUMMARY, HISTOGRAM = "summary.md", "histogram.png"
+TITLE_CHARS = 400  # a check's title is one sentence, shown whole: this only bounds the table
 
 
 @dataclass
@@ -115,33 +116,47 @@ def _mistakes_section(mistakes: list[Diagnosed], names_shown: int = 8) -> list[s
         who = ", ".join(m.learners[:names_shown])
         if len(m.learners) > names_shown:
             who += f" and {len(m.learners) - names_shown} more"
+        check = markdown_inline(m.check, TITLE_CHARS)
         lines.append(f"| M{n} | {len(m.learners)} | {', '.join(m.stages)} "
-                     f"| {markdown_inline(m.check, 160)} | `{m.id}` | {markdown_inline(who)} |")
+                     f"| {check} | `{m.id}` | {markdown_inline(who)} |")
     lines += ["", "### Each mistake in full", ""]
     for n, m in enumerate(mistakes, start=1):
         learners = ", ".join(m.learners)
-        lines += [f"**M{n}** `{m.id}`: {len(m.learners)} learner"
-                  f"{'s' if len(m.learners) > 1 else ''} ({markdown_inline(learners)}). "
+        lines += [f"**M{n}** `{m.id}`: {counted(len(m.learners), 'learner')} "
+                  f"({markdown_inline(learners)}). "
                   f"{markdown_inline(m.example_learner)}'s message:", ""]
         lines += [f"> {line}" for line in markdown_text(m.example).splitlines()] + [""]
     return lines
 
 
-def _histogram(path: Path, totals: list[float]) -> bool:
-    """The score histogram as a PNG (matplotlib, no display); False if it cannot be drawn."""
+def histogram_figure(totals: list[float]):
+    """The score histogram as a matplotlib Figure (no display; the caller closes it), or None
+    without matplotlib. Its learner axis counts learners: whole numbers only."""
     try:
         import matplotlib  # optional and heavy: only the histogram needs it
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt  # after use("Agg"): no display is looked for
+        from matplotlib.ticker import MaxNLocator
     except ImportError:
-        return False
+        return None
     figure, axes = plt.subplots(figsize=(6, 3.5))
     axes.hist(totals, bins=range(0, 101, 10), edgecolor="black")
     axes.set_xlabel("total score (out of 100)")
     axes.set_ylabel("learners")
+    axes.yaxis.set_major_locator(MaxNLocator(integer=True))  # no 0.2 of a learner
     axes.set_title(f"Scores of {counted(len(totals), 'learner')}")
     axes.set_xlim(0, 100)
+    return figure
+
+
+def _histogram(path: Path, totals: list[float]) -> bool:
+    """The score histogram as a PNG; False if it cannot be drawn."""
+    figure = histogram_figure(totals)
+    if figure is None:
+        return False
+    import matplotlib.pyplot as plt  # histogram_figure imported it
+
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
     plt.close(figure)

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from ..mistakes import CRASHED, IMPORT_FAILED, MISTAKE, TIMED_OUT
+from ..boundary.intake import MISSING, REPLACED, hand_in
+from ..mistakes import CRASHED, IMPORT_FAILED, MISSING_FILE, MISTAKE, TIMED_OUT, UNUSABLE_FILE
 from ..sandboxed.protocol import MetaTensor, RemoteObject
 
 if TYPE_CHECKING:  # the type only: the suites never reach into the worker
@@ -74,13 +75,23 @@ def describe_error(error: dict) -> str:
     return f"{error['type']}: {str(error['message'])!r}{where}"
 
 
-def unwrap(outcome: Outcome, what: str, module: str | None = None) -> object:
-    """The outcome's value, or a Mistake that says why there is none."""
+def _not_imported(outcome: Outcome, what: str, module: str | None) -> None:
+    """A Mistake when ``module``, which ``what`` needs, could not be imported: first of all,
+    since the stub that stands in for it would only say "not implemented yet"."""
     if module and module in outcome.import_errors:
         error = outcome.import_errors[module]
-        raise Mistake(  # one mistake, whichever test meets it
+        found = error.get("file")  # the grader's own finding (boundary/client.py)
+        if found == MISSING:  # one mistake per kind, whichever test meets it
+            raise Mistake(f"{module}.py is missing from the submission, so {what} could not "
+                          f"be graded: {hand_in(f'{module}.py')}", MISSING_FILE)
+        raise Mistake(
             f"your {module}.py could not be imported, so {what} could not be graded: "
-            f"{describe_error(error)}", IMPORT_FAILED)
+            f"{describe_error(error)}", UNUSABLE_FILE if found == REPLACED else IMPORT_FAILED)
+
+
+def unwrap(outcome: Outcome, what: str, module: str | None = None) -> object:
+    """The outcome's value, or a Mistake that says why there is none."""
+    _not_imported(outcome, what, module)
     if outcome.timed_out:
         raise Mistake(
             f"{what} did not finish in time"
@@ -153,6 +164,7 @@ def check_signature(outcome: Outcome, what: str, stub: str) -> None:
 def expect_error(outcome: Outcome, what: str, kinds: tuple[str, ...], why: str,
                  module: str | None = None) -> dict:
     """The learner's exception, which must be one of ``kinds``; a Mistake otherwise."""
+    _not_imported(outcome, what, module)
     if outcome.error is not None and outcome.error.get("not_implemented"):
         raise NotImplementedYet(f"{what} is not implemented yet")
     if outcome.ok:

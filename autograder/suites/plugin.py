@@ -9,6 +9,8 @@ names its stage (``STAGE``), which also becomes the test's pytest marker.
 
 from __future__ import annotations
 
+import inspect
+import re
 from typing import TYPE_CHECKING, Protocol
 
 import pytest
@@ -90,6 +92,21 @@ class GradingPlugin:
             self.context.results.append(verdict)
 
 
+#: Where a sentence ends: a full stop, ! or ? before the end or white space and a capital
+#: (not the dot of a.b, 0.02, F.embedding or "e.g. the").
+_SENTENCE_END = re.compile(r"[.!?](?=$|\s+[A-Z])")
+
+
+def check_title(doc: str | None, name: str) -> str:
+    """A hidden test's title, which every report, results.json and summary.md shows: the
+    first sentence of its docstring's first paragraph, whole (its lines joined: a sentence
+    may span lines); the test's ``name`` when it has no docstring."""
+    paragraph = re.split(r"\n\s*\n", inspect.cleandoc(doc or ""), maxsplit=1)[0]
+    paragraph = " ".join(paragraph.split())
+    end = _SENTENCE_END.search(paragraph)
+    return (paragraph[: end.end()] if end else paragraph) or name
+
+
 def _stage_of(node: pytest.Item) -> str:
     stage = getattr(node.module, "STAGE", None)
     if stage is None:
@@ -100,9 +117,9 @@ def _stage_of(node: pytest.Item) -> str:
 def _verdict(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport) -> TestResult:
     from .feedback import Mistake, NotImplementedYet  # noqa: I001 - lazily: it imports torch
 
-    doc = (item.function.__doc__ or item.name).strip().splitlines()[0]
-    result = TestResult(name=item.name, stage=_stage_of(item), title=doc, passed=report.passed,
-                        seconds=call.duration)
+    result = TestResult(name=item.name, stage=_stage_of(item),
+                        title=check_title(item.function.__doc__, item.name),
+                        passed=report.passed, seconds=call.duration)
     if call.excinfo is not None:
         error = call.excinfo.value
         if isinstance(error, Mistake):

@@ -21,9 +21,18 @@ from xml.etree import ElementTree
 from lumen.stages import stage
 
 from ..boundary.clean import encodable
-from ..mistakes import CRASHED, IMPORT_FAILED, MISTAKE, NOT_RUN, TIMED_OUT
+from ..mistakes import (
+    CRASHED,
+    IMPORT_FAILED,
+    MISSING_FILE,
+    MISTAKE,
+    NOT_RUN,
+    TIMED_OUT,
+    UNUSABLE_FILE,
+)
 from ..options import DEFAULT_VISIBILITY
 from ..results import Grade, StageGrade, TestResult
+from ..words import counted
 from .escape import terminal as shown
 
 #: What XML 1.0 cannot hold, even escaped: C0 controls but tab, newline and CR; surrogates;
@@ -38,15 +47,16 @@ def stage_line(s: StageGrade) -> str:
     elif s.not_implemented:
         status = "not implemented yet"
     elif s.score == s.max_score:  # only structural checks, worth 0 points, failed
-        status = f"{passed} of {len(s.tests)} checks passed (the others carry no points)"
+        status = f"{passed} of {counted(len(s.tests), 'check')} passed (the others carry no " \
+            "points)"
     else:
-        status = f"{passed} of {len(s.tests)} checks passed"
+        status = f"{passed} of {counted(len(s.tests), 'check')} passed"
     return f"  {s.name:<11}{s.score:>6.1f} / {s.max_score:<5g} {status}"
 
 
 #: How specific each kind of failure's message is, most first: a diagnosed mistake names its
 #: cause; a crash, a timeout or a failed import only says that the code did not finish.
-SPECIFIC = (MISTAKE, CRASHED, TIMED_OUT, IMPORT_FAILED, NOT_RUN)
+SPECIFIC = (MISTAKE, CRASHED, TIMED_OUT, IMPORT_FAILED, UNUSABLE_FILE, MISSING_FILE, NOT_RUN)
 
 
 def failures(s: StageGrade) -> list[TestResult]:
