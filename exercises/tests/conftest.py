@@ -87,13 +87,29 @@ def stage_of(item: pytest.Item) -> str | None:
     return next((m.name for m in item.iter_markers() if m.name in names), None)
 
 
+def stub_behind(error: BaseException, stages: ModuleType) -> tuple[str, str] | None:
+    """(function, stage) of the stub whose NotImplementedError is ``error`` or led to it (a
+    test that expects, say, a TypeError fails while handling the stub's error), else None."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, NotImplementedError):
+            stub = stages.parse_stub_message(str(cause))
+            if stub is not None:
+                return stub
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
-    """A stub's NotImplementedError becomes a one-line failure: what to write, and where."""
+    """A stub's NotImplementedError becomes a one-line failure: what to write, and where; so
+    does any failure raised while handling one."""
     try:
         return (yield)
-    except NotImplementedError as error:
-        stub = load(item.config, "stages").parse_stub_message(str(error))
+    except (Exception, pytest.fail.Exception) as error:
+        stub = stub_behind(error, load(item.config, "stages"))
         if stub is None:
             raise
         function, owner = stub
