@@ -36,6 +36,9 @@ from .meta_device import MetaWithValues
 
 DEFAULT_IMPL = "exercises"
 ENV_VAR = "LUMEN_IMPL"
+#: The JUnit report's property of a test that failed on a stub, "function:stage": the lab's
+#: check cell reads it (``--junitxml``) to say in one line that a stage is not written yet.
+STUB_PROPERTY = "not_implemented"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -114,6 +117,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         if stub is None:
             raise
         function, owner = stub
+        item.user_properties.append((STUB_PROPERTY, f"{function}:{owner}"))  # for the lab
         stage = stage_of(item)
         needs = "" if stage in (None, owner) else f"; this test of '{stage}' needs it"
         message = (
