@@ -10,8 +10,11 @@ from __future__ import annotations
 import importlib
 
 import pytest
+import torch
 
 from autograder.grading import Grader
+from autograder.suites import id_dtypes
+from autograder.suites.promises import sweeps
 from lumen.stages import STAGE_NAMES
 from tests.variants.build import make_submission
 
@@ -70,3 +73,25 @@ def test_mistake_is_named(grader, tmp_path, stage, mistake):
     assert words in verdict.message, \
         f"{test} failed, but its message lacks {words!r}: {verdict.message}"
     assert not verdict.grader_error, verdict.message
+
+
+@pytest.mark.parametrize("dtype", [torch.int16, torch.int32, torch.uint8, torch.float32],
+                         ids=str)
+def test_the_dtype_hints_speak_of_the_dtype_sent(dtype):
+    """The hidden suites' words for ids refused in their own dtype: that dtype's numbers and
+    trouble, the fix last; nothing for a dtype without that trouble."""
+    V = {torch.int16: 33_000, torch.uint8: 300}.get(dtype, 70_000)
+    wrap, lookup = sweeps.wrap_hint(dtype, V), id_dtypes.lookup(dtype)
+    if dtype == torch.int16:
+        assert "torch.int16 ids it becomes -32536, so the valid id 32767 >= 33000" in wrap
+        assert lookup.startswith("plain weight[ids] and index_select refuse torch.int16 ids")
+    elif dtype == torch.uint8:
+        assert "torch.uint8 ids it becomes 44, so the valid id 255 >= 300" in wrap
+        assert lookup.startswith("plain weight[ids] reads torch.uint8 ids as a mask")
+    else:  # int32 holds V, and indexing takes it; float ids are check_ids' TypeError
+        assert wrap == lookup == ""
+    for text in (wrap, lookup):
+        others = [str(d) for d in sweeps.INTEGER_DTYPES if d != dtype and str(d) in text]
+        assert not others and ("uint8" not in text or dtype == torch.uint8), text
+        assert not text or text.rstrip().endswith(("ids.long() >= vocab_size",
+                                                    "ids.long() before the lookup")), text

@@ -658,27 +658,51 @@ def _csv(path: Path, key: str = "learner") -> dict[str, dict[str, str]]:
         return {row[key]: row for row in csv.DictReader(f)}
 
 
-@pytest.mark.parametrize("solved", [False, True], ids=["stub", "written"])
+#: The one line of a check cell on a stage not written yet: what to write and where.
+NOT_WRITTEN = ("NotWrittenYet: stage 'params' is not implemented yet: write count_params, "
+               "ParamCount.embedding_share, ParamCount.memory_bytes in params.py, where each "
+               "stub says YOUR CODE HERE, then run this cell again")
+
+
+@pytest.mark.parametrize("solved", ["stub", "partly", "written"])
 def test_a_check_cell_asserts_the_stages_visible_tests(tmp_path, solved):
     """In the learner's own kernel (JupyterLab, nbgrader validate), a check cell runs the
-    stage's visible tests: it fails on the stub and passes once the stage is written."""
+    stage's visible tests: on the stub it fails with one line, as nbgrader's feedback says
+    "not implemented yet"; partly written, with the failing tests; written, it passes."""
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
+    from tests.variants.build import replace_functions
+
     package = tmp_path / "embedding_layer"  # nbgrader's folder name: a package all the same
-    release.write(package, solved=["params"] if solved else [])
+    release.write(package, solved=[] if solved == "stub" else ["params"])
+    if solved == "partly":  # memory_bytes back to its stub, the rest of the stage written
+        stub = release.submission()[Path("params.py")]
+        body = stub[stub.index("    def memory_bytes"):stub.index("\n\n\ndef count_params")]
+        written = (package / "params.py").read_text(encoding="utf-8")
+        (package / "params.py").write_text(replace_functions(written, {
+            "ParamCount.memory_bytes": body}), encoding="utf-8")
     shutil.copytree(ROOT / "exercises" / "tests", package / "tests", dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("__pycache__"))
     nb = _lab()
     nb.cells = [_cell(nb, "setup"), _cell(nb, "stage_params")]
     client = NotebookClient(nb, timeout=300, kernel_name="python3",
                             resources={"metadata": {"path": str(package)}})
-    if solved:
+    if solved == "written":
         client.execute()
         assert "passed" in nb.cells[1].outputs[0]["text"]
-    else:
-        with pytest.raises(CellExecutionError, match="stage 'params': some visible tests fail"):
-            client.execute()
+        return
+    with pytest.raises(CellExecutionError):
+        client.execute()
+    outputs = nb.cells[1].outputs
+    shown = [line for out in outputs for line in (out.get("text", "").splitlines()
+                                                   + out.get("traceback", []))]
+    if solved == "stub":
+        assert [o["output_type"] for o in outputs] == ["error"] and shown == [NOT_WRITTEN], shown
+    else:  # the tests that fail, each in its one line, and the cell's assertion
+        assert any("not implemented yet: ParamCount.memory_bytes" in line for line in shown)
+        assert "passed" in outputs[0]["text"] and "some visible tests fail" in outputs[-1][
+            "evalue"], shown
 
 
 def test_nothing_of_the_instructors_is_overwritten(tmp_path):

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from autograder.sandboxed.scaffolds import SCALE_FACTOR
-from autograder.suites import bans, values
+from autograder.suites import bans, id_dtypes, values
 from autograder.suites.feedback import (
     Mistake,
     check_signature,
@@ -58,6 +58,8 @@ SHAPES = {(): "a single id (0-D)", (7,): "a sequence (1-D)", (3, 5): "a batch (2
           (2, 3, 4): "a 3-D block of ids", (0,): "no ids at all (an empty sequence)"}
 EMBEDDING = "Embedding(vocab_size, d_model, std=0.02, scale=False)"
 CHECK_IDS = "check_ids(ids, vocab_size)"
+#: The lookup's fix when the ids' dtype is not what went wrong.
+LOOK_UP = "look the rows up as weight[ids.long()], on ids of any shape and layout"
 
 #: Each hidden test -> the visible tests (exercises/tests/test_embedding.py) that check the same
 #: requirement on other inputs (tests/test_requirements.py holds every hidden test to one).
@@ -329,13 +331,18 @@ def test_integer_dtypes_accepted(learner, seed, gen):
             f", non-contiguous ({layout}: the same values, laid out otherwise)" if layout else "")
         error = outcome.error
         if error is not None and not error.get("not_implemented"):
+            checked = learner.call("embedding_check_ids", seed=seed, ids=ids.to(dtype),
+                                   vocab_size=V)
+            if checked.error is not None and not checked.error.get("not_implemented"):
+                raise Mistake(f"{what} raised {describe_error(error)}, and so does "
+                              f"check_ids on these ids: ids of every integer dtype are token "
+                              f"ids, {dtype} too; check_ids refuses only bool, float and "
+                              "complex ids (TypeError) and ids outside [0, vocab_size)")
+            fixes = [id_dtypes.lookup(dtype), "flatten them with reshape, never view, which fails "
+                     "on non-contiguous tensors" if layout else ""]
             raise Mistake(
-                f"{what} raised {describe_error(error)}: ids of every integer dtype are token "
-                "ids. Widen them to int64 (ids.long()) before indexing: plain weight[ids] "
-                "refuses int8 and int16 ids and reads uint8 ids as a mask"
-                + ("; and flatten with reshape, never view, which fails on non-contiguous "
-                   "tensors" if layout else "")
-            )
+                f"{what} raised {describe_error(error)}, although check_ids accepts these ids: "
+                "the lookup refuses them; " + ("; ".join(f for f in fixes if f) or LOOK_UP))
         out = expect_tensor(unwrap(outcome, what, MODULE)["out"], what, like=expected)
         if not torch.equal(out, expected):
             raise Mistake(f"{what}: rows differ from the int64 lookup "
@@ -351,28 +358,30 @@ def _integer_dtypes_at_their_edges(learner, seed: int, gen: torch.Generator) -> 
         weight = torch.randn(V, 2, generator=gen)
         ids = edge_ids(gen, dtype, V, (2, 4))
         shown = f"{dtype} ids {ids.tolist()} (the largest, {top_id(dtype, V)}, a valid id)"
+        what = f"check_ids({shown}, {V})"  # first: forward refuses bad ids through it
+        outcome = learner.call("embedding_check_ids", seed=seed, ids=ids, vocab_size=V)
+        _valid_ids_refused(outcome, what, V, wrap_hint(dtype, V) or "; widen them with "
+                           "ids.long() before comparing")
+        unwrap(outcome, what, MODULE)
         what = f"Embedding({V}, 2) on {shown}"
         outcome = learner.call("embedding_forward", seed=seed, vocab_size=V, d_model=2,
                                weight=weight, ids=ids)
-        _valid_ids_refused(outcome, what, dtype, V)
+        _valid_ids_refused(outcome, what, V, ", and check_ids accepts them: the lookup "
+                           f"refuses them; {id_dtypes.lookup(dtype) or LOOK_UP}")
         expected = _reference(weight, ids)
         out = expect_tensor(unwrap(outcome, what, MODULE)["out"], what, like=expected)
         if not torch.equal(out, expected):
             raise Mistake(f"{what}: rows differ from the int64 lookup "
                           f"{first_difference(out, expected)}")
-        what = f"check_ids({shown}, {V})"
-        outcome = learner.call("embedding_check_ids", seed=seed, ids=ids, vocab_size=V)
-        _valid_ids_refused(outcome, what, dtype, V)
-        unwrap(outcome, what, MODULE)
 
 
-def _valid_ids_refused(outcome, what: str, dtype: torch.dtype, V: int) -> None:
-    """A Mistake when a call on valid ids of ``dtype`` (a vocabulary of ``V``) raised."""
+def _valid_ids_refused(outcome, what: str, V: int, why: str) -> None:
+    """A Mistake when a call on valid ids (a vocabulary of ``V``) raised; ``why`` says what
+    refused them, in the ids' dtype."""
     error = outcome.error
     if error is not None and not error.get("not_implemented"):
         raise Mistake(f"{what} raised {describe_error(error)}: every id from 0 to {V - 1} is "
-                      "valid, whatever the ids' dtype"
-                      + (wrap_hint(dtype, V) or "; widen them with ids.long()"))
+                      f"valid, whatever the ids' dtype{why}")
 
 
 def test_repeated_ids_accumulate_gradients(learner, seed, gen):

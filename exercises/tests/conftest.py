@@ -31,10 +31,14 @@ import pytest
 import torch
 from torch import Tensor
 
+from . import id_dtypes as id_dtype_words
 from .meta_device import MetaWithValues
 
 DEFAULT_IMPL = "exercises"
 ENV_VAR = "LUMEN_IMPL"
+#: The JUnit report's property of a test that failed on a stub, "function:stage": the lab's
+#: check cell reads it (``--junitxml``) to say in one line that a stage is not written yet.
+STUB_PROPERTY = "not_implemented"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -87,16 +91,33 @@ def stage_of(item: pytest.Item) -> str | None:
     return next((m.name for m in item.iter_markers() if m.name in names), None)
 
 
+def stub_behind(error: BaseException, stages: ModuleType) -> tuple[str, str] | None:
+    """(function, stage) of the stub whose NotImplementedError is ``error`` or led to it (a
+    test that expects, say, a TypeError fails while handling the stub's error), else None."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, NotImplementedError):
+            stub = stages.parse_stub_message(str(cause))
+            if stub is not None:
+                return stub
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
-    """A stub's NotImplementedError becomes a one-line failure: what to write, and where."""
+    """A stub's NotImplementedError becomes a one-line failure: what to write, and where; so
+    does any failure raised while handling one."""
     try:
         return (yield)
-    except NotImplementedError as error:
-        stub = load(item.config, "stages").parse_stub_message(str(error))
+    except (Exception, pytest.fail.Exception) as error:
+        stub = stub_behind(error, load(item.config, "stages"))
         if stub is None:
             raise
         function, owner = stub
+        item.user_properties.append((STUB_PROPERTY, f"{function}:{owner}"))  # for the lab
         stage = stage_of(item)
         needs = "" if stage in (None, owner) else f"; this test of '{stage}' needs it"
         message = (
@@ -188,6 +209,13 @@ def other_device() -> OtherDevice:
 def _seeded() -> None:
     """Every test draws the same random numbers on every run."""
     torch.manual_seed(0)
+
+
+@pytest.fixture(scope="session")
+def id_dtypes() -> ModuleType:
+    """What PyTorch does with token ids of a narrow dtype, in the grader's own words
+    (id_dtypes.py, its copy): ``id_dtypes.wraps(dtype, V)``, ``id_dtypes.lookup(dtype)``."""
+    return id_dtype_words
 
 
 # Neutral stand-ins for the later-stage functions an earlier stage passes through. Each does

@@ -76,44 +76,57 @@ def test_forward_leaves_the_ids_as_they_were(embeddings):
     )
 
 
+def _looked_up(embeddings, id_dtypes, emb, ids, V, layout="contiguous"):
+    """``emb(ids)`` for valid ids: a failure names what refused them, check_ids on its own or
+    the lookup after it, and why, in the ids' own dtype."""
+    what = f"{ids.dtype} ids ({layout}) of a {V}-row table, up to {int(ids.max())}"
+    try:
+        embeddings.check_ids(ids, V)
+    except NotImplementedError:
+        raise
+    except Exception as error:  # PyTorch's own message does not say what to do: this does
+        wrapped = id_dtypes.wraps(ids.dtype, V)
+        pytest.fail(f"check_ids refused valid {what}: {type(error).__name__}: {error}\n" + (
+            f"{wrapped}. Compare them as int64: ids.long() >= vocab_size" if wrapped else
+            "Ids of every integer dtype are token ids: refuse only bool, float and complex "
+            "ones (TypeError) and ids outside [0, vocab_size) (IndexError)"))
+    try:
+        return emb(ids)
+    except NotImplementedError:
+        raise
+    except Exception as error:
+        fixes = [id_dtypes.lookup(ids.dtype), "flatten them with reshape, not view (which "
+                 "fails on non-contiguous ids)" if layout != "contiguous" else ""]
+        pytest.fail(f"Embedding.forward raised {type(error).__name__} on valid {what}, which "
+                    f"check_ids accepts, so the lookup refuses them: {error}\n"
+                    + ("; ".join(f for f in fixes if f) or "look the rows up as "
+                       "weight[ids.long()]"))
+
+
 @pytest.mark.parametrize("dtype", INTEGER_DTYPES, ids=str)
 @pytest.mark.parametrize("layout", ["contiguous", "transposed"])
-def test_every_integer_dtype_and_layout(embeddings, dtype, layout):
+def test_every_integer_dtype_and_layout(embeddings, id_dtypes, dtype, layout):
     emb = embeddings.Embedding(100, 4)
     ids = torch.randint(0, 100, (3, 5))
     if layout == "transposed":
         ids = ids.T.contiguous().T  # the same values, stored column by column
-    fix = (f"{dtype} ids ({layout}) should give the same rows as int64 ids: widen them with "
-           ".long() (plain weight[ids] refuses int8 and int16 and reads uint8 as a mask), and "
-           "flatten with reshape, not view (which fails on non-contiguous ids)")
-    try:
-        out = emb(ids.to(dtype))
-    except NotImplementedError:
-        raise
-    except Exception as error:  # PyTorch's own message does not say what to do: this does
-        pytest.fail(f"{type(error).__name__}: {error}\n{fix}")
-    assert torch.equal(out, F.embedding(ids, emb.weight)), fix
+    out = _looked_up(embeddings, id_dtypes, emb, ids.to(dtype), 100, layout)
+    assert torch.equal(out, F.embedding(ids, emb.weight)), (
+        f"{dtype} ids ({layout}) should give the same rows as int64 ids: "
+        + (id_dtypes.lookup(dtype) or "look the rows up as weight[ids.long()]"))
 
 
 @pytest.mark.parametrize(("dtype", "V"), [(torch.uint8, 300), (torch.int8, 200),
                                           (torch.int16, 33_000)], ids=str)
-def test_ids_at_the_edges_of_their_dtype(embeddings, dtype, V):
+def test_ids_at_the_edges_of_their_dtype(embeddings, id_dtypes, dtype, V):
     """Every value the ids' dtype holds is an id when the table is large enough."""
     emb = embeddings.Embedding(V, 3)
     top = torch.iinfo(dtype).max
     ids = torch.tensor([[top, 0], [top - 1, 5]], dtype=dtype)
-    fix = (f"{dtype} ids up to {top} are all valid ids of a {V}-row table, but {V} does not "
-           f"fit in {dtype}: a comparison made in the ids' own dtype wraps around (in uint8, "
-           "250 >= 300 is True). Compare them as int64 (ids.long() >= vocab_size) in check_ids, "
-           "and look up with ids.long()")
-    try:
-        embeddings.check_ids(ids, V)
-        out = emb(ids)
-    except NotImplementedError:
-        raise
-    except Exception as error:
-        pytest.fail(f"{type(error).__name__}: {error}\n{fix}")
-    assert torch.equal(out, F.embedding(ids.long(), emb.weight)), fix
+    out = _looked_up(embeddings, id_dtypes, emb, ids, V)
+    assert torch.equal(out, F.embedding(ids.long(), emb.weight)), (
+        f"{dtype} ids up to {top} of a {V}-row table should give rows {top}, 0, {top - 1} and "
+        "5: " + (id_dtypes.lookup(dtype) or "look the rows up as weight[ids.long()]"))
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16], ids=str)
@@ -189,17 +202,24 @@ def test_repeated_ids_add_up_their_gradients(embeddings):
 def test_check_ids_refuses_what_is_not_integer_ids(embeddings, ids, through):
     call = (lambda: embeddings.check_ids(ids, 10)) if through == "check_ids" else (
         lambda: embeddings.Embedding(10, 4)(ids))
+    if not isinstance(ids, torch.Tensor):
+        what, check = f"a {type(ids).__name__} of ids", (
+            "check isinstance(ids, torch.Tensor) first, so that the TypeError says so")
+    else:
+        what, check = f"{ids.dtype} ids", (
+            "ids.is_floating_point() is True for every float dtype, float16 and bfloat16 too"
+            if ids.is_floating_point() else "ids.is_complex()" if ids.is_complex() else
+            "ids.dtype == torch.bool: a bool tensor would index as a mask")
     try:
         call()
     except TypeError:
         return
     except Exception as error:  # noqa: BLE001 - the wrong kind of error is the finding
-        pytest.fail(f"{through} raised {type(error).__name__} ({error}) for {ids!r}; expected "
-                    "a TypeError (check isinstance(ids, torch.Tensor) first, then the dtype)")
+        pytest.fail(f"{through} raised {type(error).__name__} ({error}) for {what}, "
+                    f"{ids!r}; expected a TypeError from check_ids: {check}")
     pytest.fail(
-        f"{through} accepted {ids!r}; expected a TypeError: ids are labels, not quantities, so "
-        "only an integer tensor will do (every float and complex dtype is refused, and a bool "
-        "tensor would index as a mask)"
+        f"{through} accepted {what}, {ids!r}; expected a TypeError from check_ids: {check}. "
+        "Ids are labels, not quantities, so only an integer tensor will do"
     )
 
 

@@ -139,13 +139,12 @@ def test_a_token_may_be_a_0d_integer_tensor(embeddings, dtype):
 
 
 @pytest.mark.parametrize(("dtype", "V"), [(torch.uint8, 300), (torch.int8, 200)], ids=str)
-def test_a_token_at_the_edge_of_its_dtype(embeddings, dtype, V):
+def test_a_token_at_the_edge_of_its_dtype(embeddings, id_dtypes, dtype, V):
     """A 0-d tensor holding the largest value of its dtype is a row index of a larger table."""
     E = torch.randn(V, 16, generator=torch.Generator().manual_seed(5))
     top = torch.iinfo(dtype).max
-    fix = (f"torch.tensor({top}, dtype={dtype}) is row {top} of a {V}-row table, but {V} does "
-           f"not fit in {dtype}: compared as it is, the tensor wraps around (in uint8, 250 >= "
-           "300 is True). Take int(token) and compare that")
+    fix = (f"torch.tensor({top}, dtype={dtype}) is row {top} of a {V}-row table; "
+           + id_dtypes.wraps(dtype, V, "V") + ". Take int(token) and compare that")
     try:
         ids, _ = embeddings.cosine_neighbours(E, torch.tensor(top, dtype=dtype), 3)
     except NotImplementedError:

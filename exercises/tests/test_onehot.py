@@ -93,15 +93,14 @@ def test_every_integer_dtype_and_layout(embeddings, dtype, layout):
 
 
 @pytest.mark.parametrize(("dtype", "V"), [(torch.uint8, 300), (torch.int8, 200)], ids=str)
-def test_ids_at_the_edges_of_their_dtype(embeddings, dtype, V):
+def test_ids_at_the_edges_of_their_dtype(embeddings, id_dtypes, dtype, V):
     """Every value the ids' dtype holds is an id when there are enough classes."""
     top = torch.iinfo(dtype).max
     ids = torch.tensor([top, 0, 7, top - 1], dtype=dtype)
     weight = torch.randn(V, 2)
-    fix = (f"{dtype} ids up to {top} are all valid with {V} classes, but {V} does not fit in "
-           f"{dtype}: a comparison or an arange made in the ids' own dtype wraps around (in "
-           "uint8, 250 >= 300 is True, and arange(300, dtype=torch.uint8) counts 0 to 255, "
-           "then 0 to 43 again). Compare and count in int64: ids.long()")
+    fix = (f"{dtype} ids up to {top} are all valid with {V} classes; "
+           + id_dtypes.wraps(dtype, V, "num_classes") + ". Compare and count in int64, "
+           f"ids.long() (arange({V}, dtype={dtype}) wraps the same way)")
     try:
         vectors = embeddings.one_hot(ids, V)
         rows = embeddings.embed_via_onehot(weight, ids)

@@ -420,7 +420,7 @@ MISTAKES = {
                 if bad.any():
                     raise IndexError(f"token id {int(ids[bad][0])} is outside [0, {vocab_size})")
         '''},
-        "test_integer_dtypes_accepted", "does not fit in",
+        "test_integer_dtypes_accepted", "torch.int8 ids it becomes -56",
     ),
     "a natural range check, then a hard-coded cpu": (
         {"embeddings:check_ids": _RANGE_CHECK,
@@ -448,7 +448,7 @@ MISTAKES = {
                 check_ids(ids, self.vocab_size)
                 return self.scale_output(self.weight[ids])
         '''},
-        "test_integer_dtypes_accepted", "mask",
+        "test_integer_dtypes_accepted", "refuse torch.int8 ids",
     ),
     "int8 ids refused": (
         {"embeddings:check_ids": '''
@@ -461,7 +461,7 @@ MISTAKES = {
                 if ids.device.type != "meta" and bool(bad.any()):
                     raise IndexError(f"token id {int(wide[bad][0])} is outside [0, {vocab_size})")
         '''},
-        "test_integer_dtypes_accepted", "torch.int8",
+        "test_integer_dtypes_accepted", "so does check_ids",
     ),
     "rows reshaped with view(*ids.shape, -1) (an empty batch cannot be sized)": (
         {"embeddings:Embedding.forward": '''

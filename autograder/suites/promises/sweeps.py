@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import torch
 
+from autograder.suites import id_dtypes
+
 #: The integer dtypes token ids may have, in the order the dtype checks try them.
 INTEGER_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 #: For each integer dtype ids may have, a vocabulary larger than the dtype's largest value
@@ -41,15 +43,14 @@ def edge_ids(gen: torch.Generator, dtype: torch.dtype, V: int, shape: tuple[int,
 
 def wraps(dtype: torch.dtype, V: int) -> bool:
     """Whether ``V`` is past what ``dtype`` holds (a comparison in that dtype wraps)."""
-    return V > torch.iinfo(dtype).max
+    return bool(id_dtypes.wraps(dtype, V))
 
 
 def wrap_hint(dtype: torch.dtype, V: int, what: str = "vocab_size", fix: str = "") -> str:
-    """Why valid ids of ``dtype`` were refused with ``V`` classes, in the chapter's words
-    (empty when ``V`` fits in ``dtype``); ``fix`` says what to do instead (by default, compare
-    as int64)."""
+    """Why valid ids of ``dtype`` were refused with ``V`` classes, in the dtype that was sent
+    (``id_dtypes.wraps``; empty when ``V`` fits in ``dtype``), then ``fix``, what to do
+    instead (by default, compare as int64)."""
     if not wraps(dtype, V):
         return ""
-    return (f"; {what} = {V} does not fit in {dtype}, so a comparison or an arange made in the "
-            f"ids' own dtype wraps around (in uint8, 250 >= 300 is True): "
-            + (fix or f"compare them as int64, ids.long() >= {what}"))
+    return (f"; {id_dtypes.wraps(dtype, V, what)}: a comparison or an arange made in the ids' "
+            "own dtype wraps around; " + (fix or f"compare them as int64, ids.long() >= {what}"))
