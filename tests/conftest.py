@@ -64,6 +64,12 @@ FULL: dict[str, str] = {
                      "as deploy/'s job array and merge, beside one grade-batch (~1 min); "
                      "tests/test_deploy.py runs the recipe's commands fast with a stand-in "
                      "sbatch",
+    **dict.fromkeys(
+        ("test_commands.py::test_slow_documented_command_runs_as_written",
+         "test_commands.py::test_jupyter_lab_opens_the_lab_notebook",
+         "test_commands.py::test_the_handouts_setup_installs_into_a_fresh_venv"),
+        "documented commands too slow for the fast tier (a benchmark, nbgrader's course, a "
+        "server, a fresh venv with torch): the fast tier runs their --help or make -n"),
     "test_import_deadline.py::test_an_import_that_never_finishes_still_runs_out_of_time":
         "every check of two stages runs into the import limit; an endless loop is stopped "
         "fast in test_grader_attacks.py",
@@ -101,6 +107,9 @@ SAMPLED: dict[str, Sample] = {
     "test_visible_tests.py": Sample(
         "checked", keep="params", why="one stage's visible tests against every variant of "
         "it; each stage's run is a fresh pytest over 20-40 packages (~20 s)"),
+    "test_commands.py::test_documented_command_runs_as_written": Sample(
+        "head", why="one line of each command the documents show (make grade, python -m "
+        "lumen neighbours, ...); the other lines of the same command in the full tier"),
     "test_grader_attacks.py": Sample(
         "grader", keep="bwrap", why="every attack under bubblewrap, the default; the same "
         "attacks under --sandbox unsafe-process in the full tier (test_fail_closed.py "
