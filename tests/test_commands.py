@@ -77,7 +77,8 @@ HOW: dict[str, Run] = {
                       quick=("python -m tools.seeds --help", "make -n seeds")),
     "make lint": Run(),
     # -- course staff
-    "make release": Run(tier="full", quick=("make -n release", "python -m solutions.release --help")),
+    "make release": Run(tier="full",
+                        quick=("make -n release", "python -m solutions.release --help")),
     "make stubs": Run(tier="full", quick=("make -n stubs",)),
     "make handout": Run(tier="full", first=r"build/handout\.zip",
                         quick=("make -n handout", "python -m solutions.handout --help")),
@@ -248,9 +249,9 @@ def places(tmp_path_factory) -> dict[str, Path]:
     class of two learners (one solved, one untouched)."""
     base = tmp_path_factory.mktemp("commands")
     repo = base / "repo"
-    shutil.copytree(ROOT, repo, copy_function=shutil.copy2, symlinks=True, ignore=shutil.ignore_patterns(
-        ".git", ".venv", "build", "__pycache__", ".pytest_cache", ".ruff_cache", "*.egg-info",
-        ".mutmut-cache", "mutants"))
+    skip = shutil.ignore_patterns(".git", ".venv", "build", "__pycache__", ".pytest_cache",
+                                  ".ruff_cache", "*.egg-info", ".mutmut-cache", "mutants")
+    shutil.copytree(ROOT, repo, copy_function=shutil.copy2, symlinks=True, ignore=skip)
     (repo / ".venv").symlink_to(VENV_BIN.parent)
     with zipfile.ZipFile(handout.build(base / "handout.zip")) as archive:
         archive.extractall(base / "unzipped")
