@@ -312,9 +312,13 @@ def _real(key, places) -> None:
         done = _shell(how.setup, folder, places, how.timeout)
         assert done.returncode == 0, f"{where}: setup failed:\n{done.stdout}{done.stderr}"
     line = documented.concrete(text) + how.extra
-    if re.search(r"<[^>]+>", line):  # a value the reader fills in (a CUDA wheel index)
+    filled_in = re.search(r"<[^>]+>", line)  # a value the reader fills in (a CUDA wheel index)
+    if filled_in:  # what make would run with it: the value reaches the command
         assert line.startswith("make "), f"{where}: nothing to put for the <...> in {line!r}"
         line = "make -n " + line[len("make "):]
+        done = _shell(line, folder, places, how.timeout)
+        _check(line, done, (0,), re.escape(filled_in.group()), where)
+        return
     _check(line, _shell(line, folder, places, how.timeout), how.rc, how.first, where)
 
 
