@@ -60,6 +60,8 @@ _HELP_RC = (0,)
 #: What a make target says when it refuses: make's own status for a failed recipe.
 _MAKE_FAILED = (2,)
 
+_SLURM = "tests/test_slurm.py::test_the_array_and_its_merge_complete"
+
 HOW: dict[str, Run] = {
     # -- the two commands, and the environment
     "make": Run(first=r"^make \S+"),  # the default goal: make help's list
@@ -175,11 +177,11 @@ HOW: dict[str, Run] = {
                  by="tests/test_release.py::test_pip_install_editable_leaves_nothing_untracked",
                  quick=("python -m lumen tokens 'The cat sat'",)),
     # -- the cluster recipes
-    "deploy/slurm-submit.sh": Run(tier="elsewhere", by="tests/test_slurm.py::test_the_array_and_its_merge_complete",
+    "deploy/slurm-submit.sh": Run(tier="elsewhere", by=_SLURM,
                                   quick=("bash -n deploy/slurm-submit.sh",)),
-    "deploy/slurm-grade.sh": Run(tier="elsewhere", by="tests/test_slurm.py::test_the_array_and_its_merge_complete",
+    "deploy/slurm-grade.sh": Run(tier="elsewhere", by=_SLURM,
                                  quick=("bash -n deploy/slurm-grade.sh",)),
-    "sbatch": Run(tier="elsewhere", by="tests/test_slurm.py::test_the_array_and_its_merge_complete",
+    "sbatch": Run(tier="elsewhere", by=_SLURM,
                   quick=("bash -n deploy/slurm-grade.sh",)),
 }
 
