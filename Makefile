@@ -7,7 +7,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 SUBMISSION ?= exercises
-# Where learner code runs: bubblewrap, or (asked for by name; README, "The threat model")
+# Where learner code runs: bubblewrap, or (asked for by name; docs/threat-model.md)
 # unsafe-process. Every grading target passes it on.
 SANDBOX ?= bwrap
 PY := $(VENV)/bin/python
@@ -76,7 +76,7 @@ help:                        ## this list: every target and what it does (also p
 	@awk -F ':[^=]*## ' '/^[a-z][a-z0-9_-]*:[^=]*## / {printf "  make %-18s %s\n", $$1, $$2}' \
 	  $(call quote,$(firstword $(MAKEFILE_LIST)))
 
-sandbox:                     ## bubblewrap for learner code, installed where we may; fails without it (SANDBOX=unsafe-process: see README)
+sandbox:                     ## bubblewrap for learner code, installed where we may; fails without it (SANDBOX=unsafe-process: see docs/threat-model.md)
 	@[ $(call quote,$(SANDBOX)) = unsafe-process ] || command -v bwrap >/dev/null || \
 	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 	    (apt-get install -y -q bubblewrap >/dev/null 2>&1 || \
@@ -104,12 +104,12 @@ setup-dev: $(VENV)/.dev slurm  ## plus what the repository's own tests need
 grade: setup                 ## grade SUBMISSION (default: exercises/), stage by stage (SANDBOX=bwrap)
 	$(PY) -m autograder grade $(call quote,$(SUBMISSION)) --sandbox $(call quote,$(SANDBOX))
 
-grade-cuda: setup            ## the same on CPU and CUDA (a GPU runner: pass TORCH once, README says how)
+grade-cuda: setup            ## the same on CPU and CUDA (a GPU runner: pass TORCH once, docs/grading.md says how)
 	$(PY) -m autograder grade $(call quote,$(SUBMISSION)) --device cuda \
 	  --sandbox $(call quote,$(SANDBOX))
 
-# The repository's tests in two tiers (tests/conftest.py decides which test is where; README,
-# "Which tests to run when"): together they run every test once. Both use TEST_WORKERS
+# The repository's tests in two tiers (tests/conftest.py decides which test is where;
+# docs/quality-gate.md): together they run every test once. Both use TEST_WORKERS
 # pytest-xdist workers, a file each at a time, so that a file's expensive module fixtures (a
 # warm grader, a graded class) are built once. Exit 5 is pytest's "no test selected".
 TEST_WORKERS ?= 2
@@ -149,13 +149,13 @@ benchmark-shards: setup-dev  ## a class as 1 shard and as 2 shards side by side 
 	$(PY) benchmarks/shard_speed.py $(ARGS)
 
 # When learners see each hidden test's entry on Gradescope: hidden, after_due_date,
-# after_published or visible (README, "Gradescope and the handout").
+# after_published or visible (docs/gradescope.md).
 VISIBILITY ?= after_due_date
 gradescope: setup            ## build/autograder.zip: upload it to Gradescope as the autograder (VISIBILITY=after_due_date)
 	$(PY) -m autograder.frontends.gradescope --out build/autograder.zip \
 	  --torch $(call quote,$(TORCH)) --visibility $(call quote,$(VISIBILITY))
 
-# PrairieLearn's question folder and grading image (README.md, "PrairieLearn"). IMAGE: the
+# PrairieLearn's question folder and grading image (docs/prairielearn.md). IMAGE: the
 # image info.json names; PL_VISIBILITY: hidden (stage scores only) or visible (every check);
 # PL_TORCH: what the image installs for torch (default: torch 2.13.0's CPU build).
 IMAGE ?= lumen-grader:latest

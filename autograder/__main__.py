@@ -79,7 +79,7 @@ def _roster(exports: list[str], path: Path | None):
 
     if not path:
         print("error: --export needs --roster ROSTER.csv, which maps each submission "
-              "name to the learner's LMS ids (README.md, 'Gradebook exports')",
+              "name to the learner's LMS ids (docs/exports.md)",
               file=sys.stderr)
         return False
     try:
@@ -121,14 +121,14 @@ def command_line() -> argparse.ArgumentParser:
                    help="also write the gradebook files an LMS imports, next to --out: "
                         "canvas, moodle, csv (needs --roster)")
     b.add_argument("--roster", type=Path,
-                   help="the CSV mapping submission names to learners' LMS ids (README.md, "
-                        "'Gradebook exports')")
+                   help="the CSV mapping submission names to learners' LMS ids "
+                        "(docs/exports.md)")
     b.add_argument("--assignment", help="the gradebook column's name (default 'The Embedding "
                                         "Layer'; Canvas: 'Name (id)' updates that assignment)")
     b.add_argument("--shard", type=_shard, metavar="K/N",
                    help="grade only shard K of N (1 <= K <= N): the learners whose id hashes "
-                        "there, the same on every machine; then merge-shards (README.md, "
-                        "'Grading on a cluster')")
+                        "there, the same on every machine; then merge-shards "
+                        "(docs/cluster.md)")
     grading_options.add_arguments(b, grading_options.CLASS)
     m = commands.add_parser("merge-shards", help="combine the outputs of grade-batch --shard "
                             "K/N, for K = 1..N, into the files one batch over the class writes")

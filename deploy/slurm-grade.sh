@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One shard of a class on a Slurm cluster: deploy/slurm-submit.sh submits it as a job array
-# (task K grades shard K of SHARDS) and the merge after it. README.md, "Grading on a cluster".
+# (task K grades shard K of SHARDS) and the merge after it (docs/cluster.md).
 #
 # What a node needs: this repository on a shared file system with its pinned environment
 # installed once (`make setup`, from a login node: .venv/ with torch 2.13.0 and

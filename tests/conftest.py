@@ -7,7 +7,7 @@ every other test, a new one included, is fast. tests/test_tiers.py keeps the fas
 every stage, front end and class of attack keeps tests in it, and no test file marks itself.
 
 The fast tier keeps one representative of each kind, the full tier every other case: a test
-slower than 20 s in the fast tier is a finding (README, "Which tests to run when").
+slower than 20 s in the fast tier is a finding (docs/quality-gate.md).
 """
 
 from __future__ import annotations

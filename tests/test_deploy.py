@@ -1,4 +1,4 @@
-"""The cluster recipes in deploy/ run as they are (README.md, "Grading on a cluster").
+"""The cluster recipes in deploy/ run as they are (docs/cluster.md).
 
 Each recipe's commands are run by a shell as its engine would run them (Slurm's job array and
 its dependent merge, with a stand-in ``sbatch``; the Kubernetes Jobs' container command; the

@@ -1,6 +1,6 @@
 """Expected values and structure come from the grader, never from the learner's process.
 
-Three promises of the hidden suites (README, "The threat model"), each checked here:
+Three promises of the hidden suites (docs/threat-model.md), each checked here:
 
 1. Every state compared against is the grader's. ``values.grader_state`` draws the checkpoint
    from the suite's seeded generator; the probes load it into the learner's model, and lumen
@@ -174,7 +174,7 @@ def test_reported_state_and_facts_move_no_point(grader, tmp_path, stage):
 # --- a mistake that a 0-point check names still loses points, unless structural only ------
 
 #: Mistakes (tests/variants/<stage>.py) that only a structural check can see: they keep every
-#: point, by design (README, "The threat model": the structural checks and why they carry none).
+#: point, by design (docs/threat-model.md: the structural checks and why they carry none).
 STRUCTURAL_ONLY = {
     ("embedding", "the caller's ids changed in place (unsqueeze_)"),
     ("onehot", "the caller's ids changed in place (unsqueeze_)"),
@@ -210,8 +210,8 @@ def test_a_mistake_named_by_a_structural_check(grader, tmp_path, stage, name, re
         assert report.shown(first.message, keep_lines=True).splitlines()[0] in shown, shown
     else:
         assert graded.score < graded.max_score, (
-            f"{name} loses no points: list it in STRUCTURAL_ONLY (and the README's table) if "
-            "only a structural check can see it")
+            f"{name} loses no points: list it in STRUCTURAL_ONLY (and docs/threat-model.md's "
+            "table) if only a structural check can see it")
 
 
 def test_structural_only_names_real_mistakes():

@@ -307,7 +307,7 @@ class Forgery:
     route: str | None = field(default=None)  # how it reaches the probes, if it does
     #: Tests whose values under test the forgery produces itself (draws of the right
     #: distribution, made in the probe): passing them is the exercise done in another place,
-    #: which no grader can tell from doing it in the stub (README, "The threat model").
+    #: which no grader can tell from doing it in the stub (docs/threat-model.md).
     redone: frozenset[str] = field(default=frozenset())
 
 

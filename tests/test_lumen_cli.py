@@ -224,9 +224,10 @@ def _calculator_lines(readme: str) -> list[tuple[str, str]]:
 
 
 def test_the_readmes_calculator_comments_promise_what_it_prints(capsys):
-    """Every number and every model a README's comment names next to a ``params`` or
-    ``tokens`` command is in what that command prints (lumen's code: the finished work)."""
-    lines = [pair for path in (ROOT / "README.md", handout.README)
+    """Every number and every model a comment of the learners' guide or the handout's README
+    names next to a ``params`` or ``tokens`` command is in what that command prints (lumen's
+    code: the finished work)."""
+    lines = [pair for path in (ROOT / "docs" / "learners.md", handout.README)
              for pair in _calculator_lines(path.read_text(encoding="utf-8"))]
     assert len(lines) >= 4, lines
     for command, comment in lines:

@@ -478,9 +478,9 @@ def test_broken_renamed_and_cut_notebooks_are_told_why(nbgraded):
 
 
 def test_a_folder_that_is_not_a_student_id_is_told_the_rule(nbgraded):
-    """A learner folder whose name is not a student id is refused with the rule (which README
-    names too), and the command exits 1, as grade-batch does when some learners could not be
-    graded: the others are all in nbgrader's gradebook."""
+    """A learner folder whose name is not a student id is refused with the rule (which
+    docs/nbgrader.md names too), and the command exits 1, as grade-batch does when some learners
+    could not be graded: the others are all in nbgrader's gradebook."""
     code, course, learners, progress, _ = nbgraded
     rule = nbgrade.STUDENT_ID_RULE
     assert code == 1, progress
@@ -489,9 +489,8 @@ def test_a_folder_that_is_not_a_student_id_is_told_the_rule(nbgraded):
     assert f"not graded: not a student id: the folder's name is the learner's student id in " \
         f"nbgrader, and a student id is {rule}: rename the folder" in progress
     assert rule in _csv(course / "stages.csv")["not a student id"]["notes"]
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    nbgrader_section = readme.split("### nbgrader (JupyterHub courses)", 1)[1].split("\n### ")[0]
-    assert rule in " ".join(nbgrader_section.split()), "README's nbgrader section names the rule"
+    guide = (ROOT / "docs" / "nbgrader.md").read_text(encoding="utf-8")
+    assert rule in " ".join(guide.split()), "docs/nbgrader.md names the rule"
     for name, valid in (("a" * 100, True), ("a" * 101, False), ("j.doe+1@uni-x.edu", True),
                         ("_alice", False), ("9lives", True), ("zoë", False), ("a b", False),
                         ("a,b", False)):

@@ -433,8 +433,9 @@ def test_regenerating_never_silently_overwrites_a_learners_edits(tmp_path, capsy
 
 def test_make_release_refuses_edits_saying_how_to_keep_or_drop_them(tmp_path):
     """`make release` (python -m solutions.release) on an exercises/ with a learner's edits, in
-    a scratch copy of the repository: refused in the handout's words, with the command the
-    README names (make release FORCE=1), where the backup goes and how to drop the edits."""
+    a scratch copy of the repository: refused in the handout's words, with the command
+    docs/changing-the-assignment.md names (make release FORCE=1), where the backup goes and how
+    to drop the edits."""
     repo = tmp_path / "repo"
     shutil.copytree(ROOT, repo, ignore=shutil.ignore_patterns(
         ".git", ".venv", "__pycache__", ".hypothesis", ".ruff_cache", "build", ".backup-*"))
@@ -453,8 +454,8 @@ def test_make_release_refuses_edits_saying_how_to_keep_or_drop_them(tmp_path):
 
 
 def test_pip_install_editable_leaves_nothing_untracked(tmp_path):
-    """`pip install -e .` (README, "The chapter, live") writes its egg-info and build/ only
-    where .gitignore ignores them: a clone's `git status` stays clean."""
+    """`pip install -e .` (docs/learners.md, "The chapter, live") writes its egg-info and
+    build/ only where .gitignore ignores them: a clone's `git status` stays clean."""
     repo = tmp_path / "repo"
     subprocess.run(["git", "clone", "-q", str(ROOT), str(repo)], check=True)
     shutil.copy(ROOT / ".gitignore", repo / ".gitignore")  # as this checkout has it now

@@ -313,11 +313,11 @@ def _refusal(*manifests: dict) -> str:
     return str(refused.value)
 
 
-def test_a_missing_shard_is_told_the_command_readme_gives():
-    """The command the refusal of a missing shard names is README's, with its file layout."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### Grading on a cluster (shards)", 1)[1].split("\n### ", 1)[0]
-    command = next(line.split("#")[0].strip() for line in section.splitlines()
+def test_a_missing_shard_is_told_the_command_the_guide_gives():
+    """The command the refusal of a missing shard names is docs/cluster.md's, with its file
+    layout."""
+    guide = (ROOT / "docs" / "cluster.md").read_text(encoding="utf-8")
+    command = next(line.split("#")[0].strip() for line in guide.splitlines()
                    if line.startswith("python -m autograder grade-batch"))
     assert "--out grades/shard-K.csv" in command, command
     said = _refusal(_manifest(1, 3, [], []), _manifest(3, 3, [], []))

@@ -1,7 +1,7 @@
 """deploy/'s Slurm recipe, run for real: a one-node Slurm on loopback (tools/slurm_local.py).
 
 A class of three (lumen's own files, the stubs, and a learner halfway through: the first three
-stages solved) is submitted as the README says, ``SUBMISSIONS=... SHARDS=2
+stages solved) is submitted as docs/cluster.md says, ``SUBMISSIONS=... SHARDS=2
 deploy/slurm-submit.sh``, from outside the repository with relative paths, under a folder whose
 name holds a space and non-ASCII letters and in the C locale (as on many a login node): the
 job array and its merge run under slurmd, as root, each shard's learners in bubblewrap. The

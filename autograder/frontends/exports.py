@@ -93,7 +93,7 @@ def load_roster(path: Path) -> Roster:
     header = next(reader, None)
     if not header or not any(h.strip() for h in header):
         raise RosterError(f"{where} is empty: its first line must name the columns, "
-                          "submission first (see README.md, 'Gradebook exports')")
+                          "submission first (see docs/exports.md)")
     columns = [_column(h) for h in header]
     if "submission" not in columns:
         raise RosterError(f"{where} has no 'submission' column (it has: "

@@ -111,8 +111,9 @@ GRADES = "lumen"  # the course folder's subfolder of our grader's results
 OURS = ".lumen-nbgrade"  # marks a submitted/ tree as this command's copy
 MAX_NOTEBOOK = 16 << 20
 STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}")
-#: ``STUDENT_ID`` in words, for the learner folder it refuses and README: nbgrader puts the id
-#: in folder names, glob patterns and comma-separated lists of students (--student_id_exclude).
+#: ``STUDENT_ID`` in words, for the learner folder it refuses and docs/nbgrader.md: nbgrader
+#: puts the id in folder names, glob patterns and comma-separated lists of students
+#: (--student_id_exclude).
 STUDENT_ID_RULE = ("1 to 100 ASCII letters, digits and the characters _ . @ + -, the first a "
                    "letter or digit")
 TIMESTAMP = "timestamp.txt"  # nbgrader's record of when a submission was made

@@ -60,8 +60,8 @@ SEED_POLICY = "fresh per learner"
 RECORD_FILES = (RESULTS, FEEDBACK, ERROR, GRADE)
 #: The options that change a learner's verdict or record: shards must agree on each.
 VERDICT_OPTIONS = ("stages", "visibility", "probe_seconds", "sandbox")
-#: How a shard is graded, in README's layout ("Grading on a cluster (shards)"): the merge's
-#: refusal of a missing shard names it, and tests/test_shards.py checks README still does.
+#: How a shard is graded, in docs/cluster.md's layout: the merge's refusal of a missing shard
+#: names it, and tests/test_shards.py checks docs/cluster.md still does.
 SHARD_COMMAND = ("python -m autograder grade-batch SUBMISSIONS/ --shard K/N "
                  "--out grades/shard-K.csv")
 

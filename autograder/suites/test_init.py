@@ -15,7 +15,7 @@ bound they are held to is computed here (their dtype included: a reset after ``.
 draws float64). The structural requirements (reset_parameters refills the SAME Parameter, so
 that an optimiser built before it moves the new rows; scale_output leaves its input alone)
 are observed in the learner's process, where learner code could forge what the probe reports:
-those checks name the mistake and carry no points (rubric.toml; README, "The threat model").
+those checks name the mistake and carry no points (rubric.toml; docs/threat-model.md).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ keeps the embedding's matrix, and an untied model keeps two. Whether the head is
 Parameter (the logits follow an in-place change of wte.weight, its .grad holds both uses, one
 SGD step over ``parameters()`` moves it once) is observed in the learner's process, where
 learner code could forge it: those checks name the mistake and carry no points (rubric.toml;
-README, "The threat model"). The facts a probe reports (same object, same storage, the
+docs/threat-model.md). The facts a probe reports (same object, same storage, the
 parameter count) only pick the message.
 """
 

@@ -18,7 +18,7 @@ Replies carry the VALUES the learner's code computed (rows looked up, logits, gr
 a check earns points only where producing the right value is itself the required behaviour.
 Structural facts (``same_object``, a parameter count, the recorded calls, an input changed in
 place) are observed here, so learner code can forge them: they choose the message, and the
-checks built on them carry no points (README, "The threat model").
+checks built on them carry no points (docs/threat-model.md).
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Every value check compares with PyTorch's own lookup (``F.embedding``) computed in the grader,
 on the grader's matrix copied into the layer. What the learner's process reports about itself
-(the weight's type, the ids afterwards) is structural: those checks carry 0 points (README,
-"The threat model") and their mistakes lose the points in the value checks.
+(the weight's type, the ids afterwards) is structural: those checks carry 0 points
+(docs/threat-model.md) and their mistakes lose the points in the value checks.
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 GPT2.init_weights, and the checks that hold it.
 
 Draws are judged statistically against N(0, std^2) with bounds computed in the grader
-(``test_init._misfit``); the draws themselves are the learner's by design (README's threat
-model). scale_output and expected_dot_std are exact, against values computed here.
+(``test_init._misfit``); the draws themselves are the learner's by design
+(docs/threat-model.md). scale_output and expected_dot_std are exact, against values computed
+here.
 """
 
 from __future__ import annotations

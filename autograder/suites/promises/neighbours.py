@@ -4,7 +4,7 @@ Compared with lumen on seeded tables whose deciding scores are at least GAP apar
 tables of +-1 times powers of two whose ties are real (``test_neighbours``'s docstring). The
 learner's ``_top_k`` is reached through cosine_neighbours and analogy, which it ranks for (it
 may be folded into them). That the arguments are left as they were is structural (0 points;
-README, "The threat model").
+docs/threat-model.md).
 """
 
 from __future__ import annotations

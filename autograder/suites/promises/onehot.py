@@ -3,8 +3,8 @@
 Compared with lumen (and ``weight[ids]``) exactly: a one-hot holds zeros and ones, so the
 product has no rounding to forgive. The ids never hold the last class (``test_onehot._ids``),
 so a length guessed from ``ids.max() + 1`` always shows. That the inputs are left as they
-were, and that embed_via_onehot is a product, are structural (0 points; README, "The threat
-model").
+were, and that embed_via_onehot is a product, are structural (0 points;
+docs/threat-model.md).
 """
 
 from __future__ import annotations

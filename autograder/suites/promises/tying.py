@@ -3,7 +3,7 @@
 The values are earned on the grader's checkpoint (``values.grader_state``) loaded into the
 learner's model, against lumen's GPT-2 holding the same checkpoint. Whether the head is the
 very same Parameter is observed in the learner's process: those checks are structural (0
-points, README's threat model) and their mistakes lose the points in the value checks.
+points, docs/threat-model.md) and their mistakes lose the points in the value checks.
 """
 
 from __future__ import annotations
