@@ -51,6 +51,10 @@ FULL: dict[str, str] = {
         "a second nbgrader course, for its hostile notebooks (~15 s of CPU: 28 s with the "
         "other worker busy); nbgrader's pipeline stays fast in test_nbgrader.py (its hostile "
         "learner's cells run nothing), and escaping in this file's other front ends"),
+    "test_lumen_cli.py::test_figures_and_the_explorer_agree_on_the_pca_panel":
+        "four fresh processes on GloVe (~15 s of CPU, twice that on a busy machine); the "
+        "panel's one source is tested fast in test_figures.py, its stages in "
+        "test_partial_work.py",
     "test_import_deadline.py::test_an_import_that_never_finishes_still_runs_out_of_time":
         "every check of two stages runs into the import limit; an endless loop is stopped "
         "fast in test_grader_attacks.py",
