@@ -16,7 +16,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-import time
 import tomllib
 import zipfile
 from pathlib import Path
@@ -45,13 +44,11 @@ def run(capsys, *argv: str) -> tuple[int, str]:
     return code, capsys.readouterr().out
 
 
-def test_glove_loads_all_400000_words_in_under_2_seconds():
-    load_glove(1_000)  # the imports and the page cache, once
-    start = time.perf_counter()
+def test_glove_loads_all_400000_words():
+    """Every word, each with its row (how fast: `make benchmark`, never a timed test)."""
     words = load_glove()
-    seconds = time.perf_counter() - start
     assert len(words.words) == 400_000 and words.E.shape == (400_000, 50)
-    assert seconds < 2.0, f"GloVe took {seconds:.2f} s to load"
+    assert words.words[:3] == ["the", ",", "."] and words.id("cat") < 10_000  # by frequency
 
 
 def test_tokens_gives_gpt2s_ids_and_their_text(capsys):
