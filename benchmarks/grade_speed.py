@@ -8,6 +8,8 @@
    by side (autograder/forks.py): wall and the grader's CPU (no target: where forks pay).
 3. lumen's Embedding (forward + backward) against F.embedding, and cosine_neighbours against
    F.normalize + matmul + topk (target: within 1.1x), median of many repetitions.
+4. Loading all of GloVe (``load_glove()``, what the neighbours and analogy commands wait for)
+   against reading its two files' bytes, the floor of any loader (no target: a look).
 
     python benchmarks/grade_speed.py [--runs 5]
 """
@@ -168,6 +170,16 @@ def kernels(reps: int) -> None:
           f"{a / b:5.2f}x (target <= 1.1x)")
 
 
+def glove_load(runs: int) -> None:
+    from lumen.vectors import glove_dir, load_glove
+
+    folder = glove_dir()
+    files = (folder / "glove_6B_index.parquet", folder / "glove_6B_50d_emb.npy")
+    a, b = _compare(load_glove, lambda: [path.read_bytes() for path in files], runs)
+    print(f"load_glove(), 400,000    {a:7.2f} s  vs reading its files {b:5.2f} s: "
+          f"{a / b:5.2f}x (no target)")
+
+
 def main() -> int:
     """Exit status 1 when the cold grade misses its target."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -177,6 +189,7 @@ def main() -> int:
     met = cold_grade(args.runs)
     warm_forks(args.runs)
     kernels(args.reps)
+    glove_load(args.runs)
     return 0 if met else 1
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from .embeddings import Embedding, embed_via_onehot, expected_dot_std
+from .live import load_impl, stub_first, tiny_words
 from .params import PRESETS, count_params, format_table
 from .stages import parse_stub_message
 from .tokenizer import encode, token_strings
@@ -29,18 +31,8 @@ if TYPE_CHECKING:
 
 TEXT = "The cat sat"
 NEIGHBOUR_WORDS = ("cat", "king", "paris")
-#: Word clusters for the figure: about thirty words, as in the chapter's toy map.
-CLUSTERS: dict[str, tuple[str, ...]] = {
-    "animals": ("cat", "dog", "rabbit", "horse", "cow", "mouse"),
-    "royalty": ("king", "queen", "prince", "princess", "man", "woman"),
-    "countries": ("france", "germany", "italy", "spain", "japan", "china"),
-    "vehicles": ("car", "truck", "bus", "train", "bicycle", "boat"),
-    "food": ("bread", "cheese", "rice", "soup", "apple", "butter"),
-}
-
-
-def _skipped(error: NotImplementedError, stage: str) -> str:
-    """A one-line note for a section whose stage is not written yet."""
+def skip_note(error: NotImplementedError, stage: str) -> str:
+    """The one line for a section (or a panel) whose stage is not written yet."""
     stub = parse_stub_message(str(error))
     if stub is None:
         return f"stage '{stage}' not implemented yet - skipped ({error})"
@@ -54,7 +46,7 @@ def section(title: str, stage: str, body: Callable[[], None]) -> None:
         with torch.set_grad_enabled(False):  # looking, not training
             body()
     except NotImplementedError as error:
-        print("  " + _skipped(error, stage))
+        print("  " + skip_note(error, stage))
 
 
 @contextlib.contextmanager
@@ -192,42 +184,6 @@ def _random_dots(std: float, d: int, n: int = 512) -> torch.Tensor:
     return (rows[:n] @ rows[n:].T).flatten()  # independent pairs: no row meets itself
 
 
-def _looked_up(words: WordVectors, names: list[str]) -> torch.Tensor:
-    """The rows of ``names``, looked up by your Embedding holding GloVe's table, ``(n, 50)``."""
-    with placeholders_until_init(), torch.set_grad_enabled(False):  # forward's scale_output too
-        emb = Embedding(*words.E.shape)  # (V, 50), then GloVe's numbers in it
-        emb.weight.copy_(words.E)
-        return emb(torch.tensor([words.id(w) for w in names]))
-
-
-def _pca_panel(ax: Axes, words: WordVectors) -> None:
-    """GloVe clusters, looked up by your Embedding (stage 'embedding'), projected on their two
-    directions of greatest variance."""
-    names = [w for ws in CLUSTERS.values() for w in ws]
-    X = _looked_up(words, names)  # (n, 50)
-    X = X - X.mean(dim=0)
-    _, _, Vh = torch.linalg.svd(X, full_matrices=False)
-    xy = X @ Vh[:2].T  # (n, 2)
-    start = 0
-    for cluster, members in CLUSTERS.items():
-        points = xy[start : start + len(members)]
-        ax.scatter(points[:, 0], points[:, 1], label=cluster, s=30)
-        for i, ((x, y), word) in enumerate(zip(points.tolist(), members, strict=True)):
-            # alternate above right and below left, so that close neighbours stay legible
-            offset, align = ((-4, -10), "right") if i % 2 else ((4, 3), "left")
-            ax.annotate(
-                word, (x, y), textcoords="offset points", xytext=offset, ha=align, fontsize=8
-            )
-        start += len(members)
-    ax.set_title(
-        "GloVe, 50-d, PCA to 2-d: a shadow, not the object;\ncheck any claim with cosine numbers",
-        fontsize=10,
-    )
-    ax.set_xlabel("principal direction 1")
-    ax.set_ylabel("principal direction 2")
-    ax.legend(fontsize=8, loc="best")
-
-
 def _dots_panel(ax: Axes) -> None:
     """Histogram of random rows' dot products against N(0, expected_dot_std^2)."""
     std, d = 0.02, 768
@@ -254,46 +210,45 @@ def _dots_panel(ax: Axes) -> None:
     ax.legend(fontsize=8)
 
 
-def _not_yet(ax: Axes, error: NotImplementedError, stage: str) -> None:
-    ax.text(
-        0.5,
-        0.5,
-        _skipped(error, stage).replace(" - ", "\n"),
-        ha="center",
-        va="center",
-        wrap=True,
-        fontsize=9,
-        transform=ax.transAxes,
-    )
-    ax.set_axis_off()
-
-
-def save_figure(path: Path, words: WordVectors | None) -> None:
-    """Two panels, saved as a PNG: GloVe clusters (PCA) and random rows' dot products."""
+def save_figure(path: Path, glove: Callable[[], WordVectors | None]) -> None:
+    """Two panels, saved as a PNG: the GloVe words' PCA, figure 4's own (``figures.glove_pca``:
+    stage 'embedding'), and random rows' dot products (stage 'init'). A panel whose stage is
+    not written yet holds its note, which is printed too; ``glove`` loads the words, once."""
     import matplotlib
 
     matplotlib.use("Agg")  # no display needed
     import matplotlib.pyplot as plt
 
+    from . import figures
+
+    impl = load_impl(__package__ or "lumen")
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5.5), layout="constrained")
-    if words is None:
-        left.text(0.5, 0.5, "GloVe is not installed: pip install -r requirements.txt", ha="center")
-        left.set_axis_off()
-    else:
-        try:
-            _pca_panel(left, words)
-        except NotImplementedError as error:
-            left.clear()
-            _not_yet(left, error, "embedding")
+    notes = []
+    try:
+        with placeholders_until_init(), torch.set_grad_enabled(False):  # forward's scale_output
+            stub_first(lambda: figures.glove_rows(impl, tiny_words(impl), ["w0"]))
+            words = glove()
+            if words is None:
+                figures.note_panel(left, "GloVe is not installed: pip install -r requirements.txt")
+            else:
+                figures.draw_map(left, figures.glove_pca(impl, words)[1], figures.PCA_TITLE)
+                left.legend(fontsize=8, loc="best")
+    except NotImplementedError as error:
+        left.clear()
+        notes.append(f"the figure's PCA panel: {skip_note(error, 'embedding')}")
+        figures.note_panel(left, notes[-1])
     try:
         with torch.set_grad_enabled(False):  # looking, not training
             _dots_panel(right)
     except NotImplementedError as error:
         right.clear()
-        _not_yet(right, error, "init")
+        notes.append(f"the figure's dot products: {skip_note(error, 'init')}")
+        figures.note_panel(right, notes[-1])
     fig.savefig(path, dpi=110)
     plt.close(fig)
     print(f"\nfigure saved to {path}")
+    for note in notes:
+        print(f"  {note}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -310,17 +265,29 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     print(f"running the code in {__package__}/")
+
+    @functools.cache
+    def glove() -> WordVectors | None:
+        """GloVe's 50,000 most frequent words, loaded the first time a written stage needs
+        them; None, said once, when the package is not installed."""
+        try:
+            return load_glove(50_000)
+        except ImportError as error:
+            print(f"  {error}")
+            return None
+
+    def show_neighbours_of_glove() -> None:
+        tiny = tiny_words(load_impl(__package__ or "lumen"))
+        stub_first(lambda: (tiny.neighbours("w0", k=1), tiny.analogy("w0", "w1", "w2", k=1)))
+        words = glove()  # loaded once the stage is written, not before
+        if words is not None:
+            show_neighbours(words)
+
     section("Token ids in, vectors out", "embedding", show_tokens)
-    try:
-        words: WordVectors | None = load_glove(50_000)
-    except ImportError as error:
-        print(f"\n{error}")
-        words = None
-    if words is not None:
-        section("Cosine neighbours and the analogy", "neighbours", lambda: show_neighbours(words))
+    section("Cosine neighbours and the analogy", "neighbours", show_neighbours_of_glove)
     section("Where a GPT-2's parameters live", "params", show_params)
     section("Why the numbers start small", "init", show_init)
-    save_figure(args.figure, words)
+    save_figure(args.figure, glove)
 
 
 if __name__ == "__main__":

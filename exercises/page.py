@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from .explore import _skipped
+from .explore import skip_note
 from .figures import PLACEHOLDER_NOTE, toy_table
 from .live import (
     LLAMA3_8B,
@@ -110,7 +110,7 @@ def _calculator(impl: Impl) -> tuple[dict[str, Any], list[str]]:
                                "untied": _counts(impl, name, False)}
         except NotImplementedError as error:
             if not notes:
-                notes.append(_skipped(error, "params"))
+                notes.append(skip_note(error, "params"))
         presets[name] = entry
     llama = {k: LLAMA3_8B[k] for k in ("n_heads", "n_kv_heads", "d_ff")}
     return {"presets": presets, "llama": llama}, notes
@@ -128,7 +128,7 @@ def build(impl: Impl) -> dict[str, Any]:
                 data["skipped"].append(f"{key}: {PLACEHOLDER_NOTE}")
         except NotImplementedError as error:
             data[key] = None
-            note = _skipped(error, stage)
+            note = skip_note(error, stage)
             data["notes"][key] = note
             data["skipped"].append(note)
     if data["map"] is None:  # the map itself is given: show it, without cosines

@@ -21,6 +21,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from . import figures
 from .explore import section
@@ -32,6 +33,8 @@ from .live import (
     impl_package,
     load_impl,
     model_shape,
+    stub_first,
+    tiny_words,
 )
 
 PACKAGE = __package__ or "lumen"
@@ -48,7 +51,7 @@ def cmd_tokens(impl: Impl, args: argparse.Namespace) -> int:
     return 0
 
 
-def _glove(impl: Impl) -> object:
+def _glove(impl: Impl) -> Any:
     start = time.perf_counter()
     words = impl.vectors.load_glove()
     seconds = time.perf_counter() - start
@@ -58,12 +61,16 @@ def _glove(impl: Impl) -> object:
 
 def cmd_neighbours(impl: Impl, args: argparse.Namespace) -> int:
     """The k nearest GloVe words to a word, by the package's cosine_neighbours."""
-    words = _glove(impl)
-    if args.word not in words.index:
-        print(f"{args.word!r} is not among GloVe's {len(words.words):,} words (lower case)")
-        return 1
+    code = 0
 
     def show() -> None:
+        nonlocal code
+        stub_first(lambda: tiny_words(impl).neighbours("w0", k=1))  # a stub: no GloVe to load
+        words = _glove(impl)
+        if args.word not in words.index:
+            print(f"{args.word!r} is not among GloVe's {len(words.words):,} words (lower case)")
+            code = 1
+            return
         for rank, (word, sim) in enumerate(words.neighbours(args.word, k=args.k), start=1):
             print(f"  {rank:>3}. {word:<16} {sim:.3f}")
 
@@ -73,18 +80,23 @@ def cmd_neighbours(impl: Impl, args: argparse.Namespace) -> int:
     except ValueError as error:  # -k out of range: cosine_neighbours says which range
         print(f"error: {error}")
         return 1
-    return 0
+    return code
 
 
 def cmd_analogy(impl: Impl, args: argparse.Namespace) -> int:
     """a : b :: c : ?, with and without excluding the three inputs, side by side."""
-    words = _glove(impl)
-    missing = [w for w in (args.a, args.b, args.c) if w not in words.index]
-    if missing:
-        print(f"not among GloVe's {len(words.words):,} words (lower case): {', '.join(missing)}")
-        return 1
+    code = 0
 
     def show() -> None:
+        nonlocal code
+        stub_first(lambda: tiny_words(impl).analogy("w0", "w1", "w2", k=1))
+        words = _glove(impl)
+        missing = [w for w in (args.a, args.b, args.c) if w not in words.index]
+        if missing:
+            print(f"not among GloVe's {len(words.words):,} words (lower case): "
+                  f"{', '.join(missing)}")
+            code = 1
+            return
         kept = words.analogy(args.a, args.b, args.c, k=args.k, exclude_inputs=False)
         excluded = words.analogy(args.a, args.b, args.c, k=args.k, exclude_inputs=True)
         print(f"  {'excluding the inputs':<30}{'not excluding them'}")
@@ -100,24 +112,25 @@ def cmd_analogy(impl: Impl, args: argparse.Namespace) -> int:
     except ValueError as error:  # -k out of range
         print(f"error: {error}")
         return 1
-    return 0
+    return code
 
 
 def cmd_params(impl: Impl, args: argparse.Namespace) -> int:
     """The parameter calculator: where a model's parameters live, and the memory they take."""
     tied = PUBLISHED_TIED[args.model] if args.tied is None else args.tied
 
-    def show() -> None:
+    def show() -> None:  # every line computed first: a stub leaves only its own line
         count = count_model(impl, args.model, tied)
         shape = model_shape(impl, args.model)
         tying = "tied" if tied else "untied"
         described = ", ".join(f"{k}={v}" for k, v in shape.items())
-        print(impl.params.format_table(count, f"{args.model} ({described}, {tying})"))
         V, d = shape["vocab_size"], shape["d_model"]
-        print(f"token embedding: {V:,} x {d:,} = {count.token_embedding:,} of "
-              f"{count.total:,} parameters ({count.embedding_share:.1%}), {tying}")
         size = count.memory_bytes(args.dtype)
-        print(f"memory at {args.dtype}: {size:,} bytes = {size / 2**30:.2f} GiB")
+        print("\n".join((
+            impl.params.format_table(count, f"{args.model} ({described}, {tying})"),
+            f"token embedding: {V:,} x {d:,} = {count.token_embedding:,} of "
+            f"{count.total:,} parameters ({count.embedding_share:.1%}), {tying}",
+            f"memory at {args.dtype}: {size:,} bytes = {size / 2**30:.2f} GiB")))
 
     section(f"count_params in {impl.package}/", "params", show)
     return 0
@@ -141,6 +154,8 @@ def cmd_figures(impl: Impl, args: argparse.Namespace) -> int:
             plt.close(drawn.figure)
             saved.append(path)
             print(f"  saved {path}: {figures.summary(index, drawn)}")
+            for note in drawn.data.get("skipped", []):  # a panel whose stage is not written
+                print(f"  {note}")
 
         section(title, stage, body)
     print(f"\nthe code in {impl.package}/ drew {len(saved)} of the {len(chosen)} figures asked for"

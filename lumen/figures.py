@@ -25,6 +25,8 @@ from .live import (
     TOY_VOCAB,
     Impl,
     count_model,
+    stub_first,
+    tiny_words,
     toy_map,
 )
 
@@ -267,39 +269,76 @@ def tsne(distances: torch.Tensor, seed: int, perplexity: float) -> torch.Tensor:
     return torch.from_numpy(model.fit_transform(distances.double().numpy()))
 
 
-def projections_figure(impl: Impl, words: WordVectors, seeds: tuple[int, int] = (0, 1),
-                       perplexity: float = 10.0) -> Drawn:
-    """PCA and t-SNE (two seeds) of 48 GloVe words: rows by ``impl``'s Embedding, t-SNE's
-    distances by its cosine_similarity (stages 'embedding' and 'neighbours')."""
+#: The PCA panel's title: figure 4's first panel, and the explorer's (``explore.save_figure``).
+PCA_TITLE = "PCA: linear, deterministic; clusters squashed together"
+
+
+def glove_words() -> tuple[list[str], list[str]]:
+    """The projections' 48 GloVe words (``GLOVE_CLUSTERS``), and each word's cluster."""
     chosen = [w for members in GLOVE_CLUSTERS.values() for w in members]
     clusters = [k for k, members in GLOVE_CLUSTERS.items() for _ in members]
-    X = glove_rows(impl, words, chosen)  # (48, 50)
-    with torch.set_grad_enabled(False):
-        similarity = impl.embeddings.cosine_similarity(X[:, None, :], X[None, :, :])  # (n, n)
-    distances = (1 - similarity).clamp_min(0).fill_diagonal_(0)
-    maps = {"pca": pca(X)}
-    for seed in seeds:
-        maps[f"tsne seed {seed}"] = tsne(distances, seed, perplexity)
+    return chosen, clusters
+
+
+def glove_pca(impl: Impl, words: WordVectors) -> tuple[torch.Tensor, torch.Tensor]:
+    """The 48 words' rows looked up by ``impl``'s Embedding, ``(48, 50)`` (stage 'embedding'),
+    and their PCA, ``(48, 2)``: the PCA panel wherever it is drawn."""
+    X = glove_rows(impl, words, glove_words()[0])  # (48, 50)
+    return X, pca(X)
+
+
+def draw_map(ax: Any, xy: torch.Tensor, title: str) -> None:
+    """The 48 words at ``xy`` ``(48, 2)`` on ``ax``, coloured by cluster."""
+    chosen, clusters = glove_words()
+    for colour, cluster in zip(COLOURS, GLOVE_CLUSTERS, strict=True):
+        points = xy[[i for i, k in enumerate(clusters) if k == cluster]]
+        ax.scatter(points[:, 0], points[:, 1], s=25, color=colour, label=cluster)
+    for word, (x, y) in zip(chosen, xy.tolist(), strict=True):
+        ax.annotate(word, (x, y), textcoords="offset points", xytext=(3, 3), fontsize=7)
+    ax.set_title(title, fontsize=10)
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def note_panel(ax: Any, note: str) -> None:
+    """A panel whose stage is not written yet: its note (``explore.skip_note``) in its place."""
+    ax.text(0.5, 0.5, note.replace(" - ", "\n"), ha="center", va="center", wrap=True,
+            fontsize=9, transform=ax.transAxes)
+    ax.set_axis_off()
+
+
+def projections_figure(impl: Impl, words: WordVectors, seeds: tuple[int, int] = (0, 1),
+                       perplexity: float = 10.0) -> Drawn:
+    """PCA and t-SNE (two seeds) of 48 GloVe words: rows by ``impl``'s Embedding (stage
+    'embedding', which the figure needs), t-SNE's distances by its cosine_similarity (stage
+    'neighbours': until it is written, the t-SNE panels hold its note, ``data["skipped"]``)."""
+    chosen, clusters = glove_words()
+    X, xy = glove_pca(impl, words)  # (48, 50), (48, 2)
+    maps, skipped, distances = {"pca": xy}, [], None
+    try:
+        with torch.set_grad_enabled(False):
+            similarity = impl.embeddings.cosine_similarity(X[:, None, :], X[None, :, :])  # (n, n)
+    except NotImplementedError as error:
+        skipped.append(f"t-SNE: {impl.explore.skip_note(error, 'neighbours')}")
+    else:
+        distances = (1 - similarity).clamp_min(0).fill_diagonal_(0)
+        for seed in seeds:
+            maps[f"tsne seed {seed}"] = tsne(distances, seed, perplexity)
     plt = _pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(16, 5.5), layout="constrained")
-    titles = {"pca": "PCA: linear, deterministic; clusters squashed together"}
-    for seed in seeds:
-        titles[f"tsne seed {seed}"] = (f"t-SNE, perplexity {perplexity:g}, seed {seed}:\n"
-                                       "cluster sizes and gaps mean nothing")
-    names = list(GLOVE_CLUSTERS)
-    for ax, (key, xy) in zip(axes, maps.items(), strict=True):
-        for colour, cluster in zip(COLOURS, names, strict=True):
-            points = xy[[i for i, k in enumerate(clusters) if k == cluster]]
-            ax.scatter(points[:, 0], points[:, 1], s=25, color=colour, label=cluster)
-        for word, (x, y) in zip(chosen, xy.tolist(), strict=True):
-            ax.annotate(word, (x, y), textcoords="offset points", xytext=(3, 3), fontsize=7)
-        ax.set_title(titles[key], fontsize=10)
-        ax.set_xticks([])
-        ax.set_yticks([])
+    draw_map(axes[0], xy, PCA_TITLE)
+    for ax, seed in zip(axes[1:], seeds, strict=True):
+        key = f"tsne seed {seed}"
+        if key in maps:
+            draw_map(ax, maps[key], f"t-SNE, perplexity {perplexity:g}, seed {seed}:\n"
+                                    "cluster sizes and gaps mean nothing")
+        else:
+            note_panel(ax, skipped[0])
     axes[0].legend(fontsize=8)
     fig.suptitle("GloVe 6B 50-d, 48 words: two 2-D shadows of a 50-d table. Different seeds "
                  "give different maps: check any claim with cosine numbers", fontsize=11)
-    return Drawn(fig, {"words": chosen, "clusters": clusters, "distances": distances.tolist(),
+    return Drawn(fig, {"words": chosen, "clusters": clusters, "skipped": skipped,
+                       "distances": None if distances is None else distances.tolist(),
                        **{key: xy.tolist() for key, xy in maps.items()}})
 
 
@@ -423,7 +462,7 @@ FIGURES: tuple[tuple[str, str, str], ...] = (
     ("1-onehot.png", "1. One-hot, the row it selects, the dense vector", "onehot"),
     ("2-toy-map.png", "2. The 2-D toy map: cosines and king - man + woman", "neighbours"),
     ("3-params.png", "3. Where the parameters live, GPT-2 to Llama 3 8B", "params"),
-    ("4-pca-tsne.png", "4. PCA and t-SNE of GloVe words, two seeds", "neighbours"),
+    ("4-pca-tsne.png", "4. PCA and t-SNE of GloVe words, two seeds", "embedding"),
     ("5-onehot-cost.png", "5. The one-hot path's cost against the lookup", "onehot"),
     ("6-init.png", "6. Dot products of random rows against std^2 sqrt(d)", "init"),
 )
@@ -446,7 +485,9 @@ def _summary(index: int, data: dict[str, Any]) -> str:
         shares = ", ".join(f"{r['label']} {r['share']:.1%}" for r in data["rows"])
         return f"the token embedding's share: {shares}"
     if index == 4:
-        return f"{len(data['words'])} GloVe words, PCA and t-SNE with two seeds"
+        shown = "PCA only (t-SNE needs stage 'neighbours')" if data["skipped"] else (
+            "PCA and t-SNE with two seeds")
+        return f"{len(data['words'])} GloVe words, {shown}"
     if index == 5:
         V, slow, fast = data["sizes"][-1], data["onehot_s"][-1], data["lookup_s"][-1]
         return f"at V = {V:,} the one-hot path takes {slow / fast:.0f}x the lookup's time"
@@ -484,7 +525,8 @@ def _draw(impl: Impl, index: int, words: WordVectors | None, quick: bool) -> Dra
     if index == 3:
         return params_figure(impl)
     if index == 4:
-        if words is None:
+        if words is None:  # a stub says so before GloVe loads
+            stub_first(lambda: glove_rows(impl, tiny_words(impl), ["w0"]))
             words = impl.vectors.load_glove(50_000)
         return projections_figure(impl, words)
     if index == 5:

@@ -70,6 +70,10 @@ FULL: dict[str, str] = {
          "test_commands.py::test_the_handouts_setup_installs_into_a_fresh_venv"),
         "documented commands too slow for the fast tier (a benchmark, nbgrader's course, a "
         "server, a fresh venv with torch): the fast tier runs their --help or make -n"),
+    "test_lumen_cli.py::test_figures_and_the_explorer_agree_on_the_pca_panel":
+        "four fresh processes on GloVe (~15 s of CPU, twice that on a busy machine); the "
+        "panel's one source is tested fast in test_figures.py, its stages in "
+        "test_partial_work.py",
     "test_import_deadline.py::test_an_import_that_never_finishes_still_runs_out_of_time":
         "every check of two stages runs into the import limit; an endless loop is stopped "
         "fast in test_grader_attacks.py",

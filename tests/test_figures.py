@@ -183,21 +183,21 @@ def test_on_the_stubs_each_figure_stops_naming_its_stage(index, glove):
     assert stub[1] in needs[index]
 
 
-def test_the_explorers_pca_panel_uses_the_packages_lookup(glove):
-    """python -m exercises.explore's PCA panel: the rows come through the package's Embedding,
-    so on the stubs the panel says stage 'embedding' is missing instead of drawing GloVe."""
-    from sklearn.decomposition import PCA
-
+def test_the_explorers_pca_panel_is_figure_4s(glove, tmp_path, monkeypatch, capsys):
+    """python -m exercises.explore's PCA panel is figure 4's first panel, the same numbers
+    (one source: figures.glove_pca), drawn through the package's lookup: on the stubs it
+    holds the line that names stage 'embedding' instead of GloVe's words."""
     import exercises.explore
     import lumen.explore
 
-    fig, ax = plt.subplots()
-    lumen.explore._pca_panel(ax, glove)
-    names = [w for members in lumen.explore.CLUSTERS.values() for w in members]
-    plotted = np.concatenate([c.get_offsets() for c in ax.collections])
-    reference = PCA(n_components=2).fit_transform(glove.E[[glove.id(w) for w in names]].numpy())
-    for k in range(2):
-        sign = np.sign(reference[:, k] @ plotted[:, k])
-        np.testing.assert_allclose(plotted[:, k], sign * reference[:, k], atol=1e-4)
-    with pytest.raises(NotImplementedError, match="stage 'embedding'"):
-        exercises.explore._pca_panel(plt.subplots()[1], glove)
+    drawn = {}
+    real = figures.draw_map
+    monkeypatch.setattr(figures, "draw_map", lambda ax, xy, title: (
+        drawn.setdefault(title, xy), real(ax, xy, title)))
+    lumen.explore.save_figure(tmp_path / "lumen.png", lambda: glove)
+    expected = figures.projections_figure(load_impl("lumen"), glove).data["pca"]
+    np.testing.assert_allclose(drawn[figures.PCA_TITLE].numpy(), np.array(expected))
+    exercises.explore.save_figure(tmp_path / "stubs.png", lambda: glove)
+    out = capsys.readouterr().out
+    assert "the figure's PCA panel: stage 'embedding' not implemented yet" in out, out
+    assert (tmp_path / "stubs.png").is_file()

@@ -24,10 +24,13 @@ FIGURE_NEEDS = {
     "1-onehot.png": {"embedding", "onehot"},
     "2-toy-map.png": {"neighbours"},
     "3-params.png": {"params"},
-    "4-pca-tsne.png": {"embedding", "neighbours"},
+    "4-pca-tsne.png": {"embedding"},
     "5-onehot-cost.png": {"embedding", "onehot"},
     "6-init.png": {"embedding", "init"},
 }
+#: The panels a figure draws only once more stages are finished: its file and those stages
+#: (till then each holds the line that names the stage, which the command line prints too).
+PANEL_NEEDS = {"4-pca-tsne.png": {"neighbours"}}  # t-SNE's distances are cosines
 #: The page's sections and the stages each needs.
 PAGE_NEEDS = {"tokens": {"embedding", "onehot"}, "cosines": {"neighbours"},
               "counts": {"params"}}
@@ -73,7 +76,8 @@ def test_after_each_stage_every_figure_and_section_it_allows_shows(k, partial, t
     assert drawn == {name for name, needs in FIGURE_NEEDS.items() if needs <= done}, out
     for stage in SKIP_LINE.findall(out):  # each figure left out names a stage still to do
         assert stage not in done, out
-    assert len(SKIP_LINE.findall(out)) == len(FIGURE_NEEDS) - len(drawn), out
+    partly = {name for name in drawn if not PANEL_NEEDS.get(name, set()) <= done}
+    assert len(SKIP_LINE.findall(out)) == len(FIGURE_NEEDS) - len(drawn) + len(partly), out
     for name in drawn & LOOKS_UP:  # before init, the rows are placeholders, and it says so
         line = next(line for line in out.splitlines() if f"{name}:" in line)
         assert ("finish stage 'init'" in line) == ("init" not in done), line
