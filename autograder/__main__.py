@@ -173,12 +173,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in ("grade-batch", "nbgrade") and not _sandbox_ready(args.sandbox):
         return 2  # before any learner: a batch never grades a class without its sandbox
     if args.command == "nbgrade":
-        # a front end that imports nbgrader: only this command pays for it (nbgrader's own
-        # failures raise solutions.notebook's NotebookError, which the front end lets through)
-        from solutions.notebook import NotebookError
-
-        # the front end itself: the same wait
-        from .frontends.nbgrade import NbgradeError
+        # a front end that imports nbgrader: only this command pays for it (the course's
+        # failures raise NotebookError, which the front end lets through)
+        from .frontends.nbgrade import NbgradeError, NotebookError
         from .frontends.nbgrade import run as nbgrade
 
         if not args.submissions.is_dir():

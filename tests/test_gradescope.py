@@ -238,7 +238,8 @@ def test_make_gradescope_passes_the_visibility(tmp_path):
     """`make gradescope VISIBILITY=...` builds a run_autograder with that visibility."""
     done = subprocess.run(["make", "-n", "gradescope", "VISIBILITY=hidden"], cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
-    (line,) = [c for c in done.stdout.splitlines() if "-m autograder.frontends.gradescope" in c]
+    recipe = done.stdout.replace("\\\n", " ")  # the recipe's lines joined, as the shell does
+    (line,) = [c for c in recipe.splitlines() if "-m autograder.frontends.gradescope" in c]
     argv = shlex.split(line.replace("build/autograder.zip", str(tmp_path / "a.zip")))
     subprocess.run([sys.executable, *argv[1:]], cwd=ROOT, check=True, capture_output=True,
                    timeout=120)

@@ -83,6 +83,7 @@ from traitlets import Enum, Type, Unicode, Union
 from lumen.stages import STAGE_NAMES, SUBMISSION_FILES, stage
 from solutions import notebook
 from solutions.notebook import ASSIGNMENT, NOTEBOOK, grade_id, nbgrader_cells
+from solutions.notebook import NotebookError as NotebookError  # what this front end raises
 
 from .. import ROOT
 from ..boundary.clean import clean_text
