@@ -42,7 +42,9 @@ the file, as ``from typing import TYPE_CHECKING`` (or ``typing.TYPE_CHECKING`` a
 (assigned, a parameter, a loop variable, imported as, ...), and no code that runs, in any of
 your files, able to change one (``m.__name__ = ...``, a computed setattr, ``globals()``,
 ``vars()``, ``__dict__``). So a self-check that compares your code with F.one_hot
-can stay in a ``__main__`` block. Check your own files, as the grader does::
+can stay in a ``__main__`` block. Your files are read, and run, as the UTF-8 text they are: an
+encoding declaration (``# -*- coding: ... -*-``) changes neither. Check your own files, as
+the grader does::
 
     python -m exercises.rules
 """
