@@ -27,6 +27,11 @@ them, with this checker. Every other test looks only at what your code computes.
    functools, itertools, collections, dataclasses, typing, warnings and the like are fine)
    or a file it does not read.
 
+3. **Limits** (``MAX_DEPTH``, ``MAX_NODES``). A file with an expression nested more than 100
+   deep, or of more than 100,000 parts (AST nodes; your files hold a few thousand), or one
+   Python's own parser gives up on, is not read: it is refused as a whole ("unreadable"),
+   since what it calls cannot be told.
+
 All three files are read for both tests, because all three run in the process that runs
 your embedding and your one_hot: code in params.py could hand a built-in to embeddings.py.
 A refused construct costs only those two tests; a banned built-in of one stage costs only that
@@ -52,7 +57,7 @@ from __future__ import annotations
 import ast
 import functools
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,8 +113,21 @@ WHY = {
     "relative": "it imports a file the grader does not read: only embeddings.py, params.py "
     "and gpt2.py are submitted",
 }
+#: How much of a file the rules read: honest files nest about 12 deep and hold a few thousand
+#: parts (AST nodes; 1 MiB of ordinary code, the most a submitted file may be, holds ~80,000).
+#: A file past either limit is not read but refused as a whole ("unreadable"), so that no
+#: step of the reading is deeper or longer than these allow.
+MAX_DEPTH = 100
+MAX_NODES = 100_000
+#: Characters of a construct, or of its line, quoted in a finding.
+SHOWN = 160
+WHY["unreadable"] = (
+    f"the grader reads a file only within its limits (expressions nested at most {MAX_DEPTH} "
+    f"deep, {MAX_NODES:,} parts in all) or as Python parses it, and this one is past them, so "
+    "it cannot tell what the file calls: write it plainly")
 #: The kinds that make a ban's verdict unprovable: each "written by hand" test applies all.
-EVASIONS: tuple[str, ...] = ("code", "names", "program", "torch", "star", "relative", "import")
+EVASIONS: tuple[str, ...] = ("code", "names", "program", "torch", "star", "relative", "import",
+                             "unreadable")
 
 #: Modules your files may import, and any of their submodules, each name along the way checked
 #: against the rules below (``torch.utils`` is refused). Each was read for ways around a ban;
@@ -235,6 +253,8 @@ class Finding:
     kind: str = "banned"  # "banned" or one of EVASIONS
 
     def __str__(self) -> str:
+        if not self.line:  # the whole file
+            return f"{self.file} ({self.found}): {self.why}"
         return f"{self.file}, line {self.line}: `{self.code}` ({self.found}): {self.why}"
 
 
@@ -244,25 +264,47 @@ def check(files: Mapping[str, str], stage: str | None = None,
     ``stage``'s banned built-ins (none when ``stage`` is None or bans nothing) and every way
     around a ban, in file order.
 
-    A file that does not parse is skipped: it cannot be imported, so it runs nothing.
+    A file that does not parse is skipped: it cannot be imported, so it runs nothing. A file
+    past the reading's limits (``MAX_DEPTH``, ``MAX_NODES``), or one whose reading fails in
+    any other way, is one finding ("unreadable"): never read in part, never an exception.
     """
     ban = BANS.get(stage) if stage is not None else None
     trees: dict[str, ast.Module] = {}
+    findings: list[Finding] = []
+    unread = False  # a file that runs but was not read: it could change a guard too
     for name in FILES:
         if name in files:
-            try:
-                trees[name] = _parse(files[name], name)
-            except (SyntaxError, ValueError):
-                continue
+            parsed = _parse(files[name], name)
+            if isinstance(parsed, ast.Module):
+                trees[name] = parsed
+            elif parsed is not None:
+                unread = True
+                if name in among:
+                    line, found = parsed
+                    findings.append(_unreadable(name, line, found, files[name]))
     # Dead blocks stay dead while no live code, in any file, can change a guard; and code in a
     # dead block runs only once a guard changes. So: read each file as if every guard held,
     # and if the code that would then run could change one, trust no guard anywhere.
-    tampered = any(_sets_guards(_live(tree, _Guards(tree, False))) for tree in trees.values())
-    findings: list[Finding] = []
+    try:
+        tampered = unread or any(_sets_guards(_live_nodes(tree, False))
+                                 for tree in trees.values())
+    except Exception as error:  # noqa: BLE001 - a bug of the reading fails closed
+        tampered = True
+        findings.append(_unreadable(FILES[0], 0, f"reading failed: {type(error).__name__}"))
     for name, tree in trees.items():
         if name in among:
-            findings += _Reader(name, files[name], tree, ban, tampered).findings()
+            try:
+                findings += _Reader(name, files[name], tree, ban, tampered).findings()
+            except Exception as error:  # noqa: BLE001 - fails closed, as a finding
+                findings.append(_unreadable(name, 0, f"reading failed: {type(error).__name__}"))
     return _one_per_line(findings)
+
+
+def _unreadable(file: str, line: int, found: str, source: str = "") -> Finding:
+    """The one finding of a file the rules could not read (at ``line``, 0: the whole file)."""
+    lines = source.splitlines()[line - 1 : line] if line > 0 else []
+    code = _cut(lines[0][: 4 * SHOWN].strip()) if lines else ""
+    return Finding(file, line, code, found, WHY["unreadable"], False, "unreadable")
 
 
 def _one_per_line(findings: list[Finding]) -> list[Finding]:
@@ -311,10 +353,34 @@ def read(folder: Path) -> dict[str, str]:
 
 
 @functools.lru_cache(maxsize=8)
-def _parse(source: str, name: str) -> ast.Module:
+def _parse(source: str, name: str) -> ast.Module | tuple[int, str] | None:
     """``source`` parsed, once for the checks of every ban (a grader checks two): nothing
-    here changes a tree."""
-    return ast.parse(source, filename=name)
+    here changes a tree. None when it is not Python (a SyntaxError, null bytes: it cannot be
+    imported); (line, what) when it is past the reading's limits or Python's parser gives up
+    on it (its recursion or its stack: ``-`` 100,000 times), which fails closed."""
+    try:
+        tree = ast.parse(source, filename=name)
+    except (SyntaxError, ValueError):
+        return None
+    except Exception as error:  # noqa: BLE001 - RecursionError, MemoryError: too deep for it
+        return 0, f"Python's parser gave up on it: {type(error).__name__}"
+    return _past_limits(tree) or tree
+
+
+def _past_limits(tree: ast.AST) -> tuple[int, str] | None:
+    """Where ``tree`` first goes past ``MAX_DEPTH`` or ``MAX_NODES`` (its line, and which),
+    found by one walk that stops there; None within both."""
+    stack, nodes = [(tree, 1, 0)], 0
+    while stack:
+        node, depth, line = stack.pop()
+        nodes += 1
+        line = getattr(node, "lineno", line)  # a node without one is on its parent's line
+        if depth > MAX_DEPTH:
+            return line, f"an expression nested more than {MAX_DEPTH} deep"
+        if nodes > MAX_NODES:
+            return 0, f"more than {MAX_NODES:,} parts"
+        stack.extend((child, depth + 1, line) for child in ast.iter_child_nodes(node))
+    return None
 
 
 @functools.lru_cache(maxsize=8)
@@ -427,6 +493,13 @@ class _Guards:
         return False
 
 
+@functools.lru_cache(maxsize=8)
+def _live_nodes(tree: ast.Module, tampered: bool) -> tuple[ast.AST, ...]:
+    """``_live`` of ``tree`` when guards are (not) trusted everywhere, kept for every check
+    of the same files (a grader makes three)."""
+    return tuple(_live(tree, _Guards(tree, tampered)))
+
+
 def _live(tree: ast.AST, guards: _Guards) -> Iterator[ast.AST]:
     """Every node of ``tree`` except those in provably dead blocks (see ``_Guards.dead``)."""
     stack = [tree]
@@ -483,16 +556,18 @@ class _Reader:
     def __init__(self, file: str, source: str, tree: ast.Module, ban: Ban | None,
                  tampered: bool) -> None:
         self.file, self.lines, self.tree, self.ban = file, source.splitlines(), tree, ban
-        self.guards = _Guards(tree, tampered)
+        self.tampered = tampered  # whether no guard is trusted (see check)
         self.bound = _bindings(tree)
         # local name -> the module paths it may be bound to (UNKNOWN: something else too)
         self.modules: dict[str, set[str | None]] = {}
         self.aliases: set[int] = set()  # the targets of ``F = torch.nn.functional``
         self.own: set[str] = set()  # names that are provably your own modules and classes
         self.found: list[Finding] = []
+        self.paths: dict[int, set[str | None]] | None = None  # _qualify's, once bindings are done
+        self.codes: dict[int, str] = {}  # line -> its text as quoted (``_code``)
 
     def findings(self) -> list[Finding]:
-        nodes = list(_live(self.tree, self.guards))
+        nodes = _live_nodes(self.tree, self.tampered)
         for node in self.tree.body:  # your top-level classes and functions, if never rebound
             if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) \
                     and self._once(node.name):
@@ -507,6 +582,7 @@ class _Reader:
             if isinstance(node, ast.Assign):
                 self._alias(node)
         self._unknown_too()
+        self.paths = {}  # every binding is known: each chain is qualified once from here on
         calls = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
         self.harmless_types = _type_as_a_type(nodes)
         for node in nodes:
@@ -529,7 +605,7 @@ class _Reader:
                 self._call(node)
             elif isinstance(node, ast.Attribute) and node.attr == "__class__" \
                     and isinstance(node.ctx, ast.Store | ast.Del):
-                self._add(node, f"{ast.unparse(node)} = ...", "program")
+                self._add(node, f"{_shown(node)} = ...", "program")
         return self.found
 
     def _once(self, name: str) -> bool:
@@ -630,13 +706,25 @@ class _Reader:
 
     def _qualify(self, node: ast.expr) -> set[str | None]:
         """The module paths an expression may name (``torch.nn.functional``); UNKNOWN among
-        them when it may be something else."""
-        if isinstance(node, ast.Name):
-            return self.modules.get(node.id, {UNKNOWN})
-        if isinstance(node, ast.Attribute):
-            return {UNKNOWN if base is UNKNOWN else f"{base}.{node.attr}"
-                    for base in self._qualify(node.value)}
-        return {UNKNOWN}
+        them when it may be something else. Without recursion, and once the bindings are
+        known, once per node (``self.paths``): each link of a chain of n attributes is read
+        once, not n times."""
+        chain = []  # the attributes down to the chain's root, outermost first
+        while isinstance(node, ast.Attribute) and (self.paths is None
+                                                   or id(node) not in self.paths):
+            chain.append(node)
+            node = node.value
+        if isinstance(node, ast.Attribute):  # the rest of the chain is qualified already
+            paths = self.paths[id(node)]
+        elif isinstance(node, ast.Name):
+            paths = self.modules.get(node.id, {UNKNOWN})
+        else:
+            paths = {UNKNOWN}
+        for link in reversed(chain):
+            paths = {UNKNOWN if base is UNKNOWN else f"{base}.{link.attr}" for base in paths}
+            if self.paths is not None:
+                self.paths[id(link)] = paths
+        return paths
 
     # -- uses
 
@@ -644,11 +732,11 @@ class _Reader:
         """``base.attr`` (or ``getattr(base, "attr")``) in live code."""
         own = isinstance(base, ast.Name) and base.id in self.own
         for path in sorted(self._qualify(base), key=str):
-            found = f"{path}.{attr}" if path else f"{ast.unparse(base)}.{attr}"
+            found = f"{path}.{attr}" if path else lambda: f"{_shown(base)}.{attr}"
             self._check_attribute(node, attr, path, own, found)
 
     def _check_attribute(self, node: ast.AST, attr: str, path: str | None, own: bool,
-                         found: str) -> None:
+                         found: str | Callable[[], str]) -> None:
         """The rules for one attribute name, on a base that is ``path`` (a module path, or
         UNKNOWN when the grader cannot tell) and is or is not your own module or class
         (``self`` can be anything: ``f(torch.nn.functional)`` makes it a module)."""
@@ -698,22 +786,23 @@ class _Reader:
             return
         for keyword in node.keywords:  # class A(metaclass=M): M builds the namespace
             if keyword.arg == "metaclass" and ast.unparse(keyword.value) not in METACLASSES:
-                self._add(node, f"class {node.name}(metaclass={ast.unparse(keyword.value)})",
+                self._add(node, f"class {node.name}(metaclass={_shown(keyword.value)})",
                           "names")
         for base in node.bases:  # class M(type): a metaclass of your own
             if ast.unparse(base) in {"type", *METACLASSES} or ast.unparse(base).endswith(
                     ("EnumMeta", "EnumType")):
-                self._add(node, f"class {node.name}({ast.unparse(base)})", "names")
+                self._add(node, f"class {node.name}({_shown(base)})", "names")
 
     def _call(self, call: ast.Call) -> None:
         """``type(name, bases, namespace)`` and ``Enum("E", names)``: a class whose names are
         computed at run time (``"__array_" + "interface__"``)."""
-        callee = ast.unparse(call.func)
+        callee = call.func.id if isinstance(call.func, ast.Name) else None
         paths = {p for p in self._qualify(call.func) if p}
         enum = any(p.startswith("enum.") for p in paths) or callee in self.enums
         if callee == "type" and len(call.args) >= 3 or enum and (
                 len(call.args) >= 2 or any(k.arg in {"names", None} for k in call.keywords)):
-            self._add(call, f"{callee}(<names computed at run time>)", "names")
+            self._add(call, lambda: f"{_shown(call.func)}(<names computed at run time>)",
+                      "names")
 
     def _match_class(self, node: ast.MatchClass) -> None:
         """``case ModuleType(one_hot=f)``: each keyword is an attribute read by name."""
@@ -734,12 +823,41 @@ class _Reader:
         if isinstance(key, str) and key in REFUSED_DEFINITIONS:
             self._add(node, repr(key), "program")
 
-    def _add(self, node: ast.AST, found: str, kind: str, banned: bool = False) -> None:
+    def _add(self, node: ast.AST, found: str | Callable[[], str], kind: str,
+             banned: bool = False) -> None:
+        """A finding at ``node``'s line: ``found`` (made only now, if it is a function) and
+        the line, each cut to ``SHOWN`` characters."""
         line = getattr(node, "lineno", 0)
-        code = self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
         why = kind if banned else WHY[kind]
-        self.found.append(Finding(self.file, line, code, found, why, banned,
+        found = _cut(found() if callable(found) else found)
+        self.found.append(Finding(self.file, line, self._code(line), found, why, banned,
                                   "banned" if banned else kind))
+
+    def _code(self, line: int) -> str:
+        """Line ``line`` as a finding quotes it, made once however many findings it holds."""
+        if line not in self.codes:
+            text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+            self.codes[line] = _cut(text[: 4 * SHOWN].strip())
+        return self.codes[line]
+
+
+def _cut(text: str) -> str:
+    """``text`` at most ``SHOWN`` characters long, an ellipsis marking a cut."""
+    return text if len(text) <= SHOWN else text[: SHOWN - 3] + "..."
+
+
+#: How many parts of an expression a finding turns back into code (``_shown``).
+SHOWN_PARTS = 24
+
+
+def _shown(node: ast.AST) -> str:
+    """``node`` as code, for a finding, if it has at most ``SHOWN_PARTS`` parts: each finding
+    costs a bounded time (``ast.unparse`` of a chain at each of its links would be quadratic
+    in its length)."""
+    if sum(1 for _, _ in zip(ast.walk(node), range(SHOWN_PARTS + 1), strict=False)) \
+            > SHOWN_PARTS:
+        return "<a long expression>"
+    return ast.unparse(node)
 
 
 def _module_private() -> frozenset[str]:
