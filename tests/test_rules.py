@@ -450,6 +450,29 @@ BYPASSES = {
     "from exercises": ("from exercises.tokenizer import encode", "embedding", "relative"),
     "import *": ("from torch.nn.functional import *", "embedding", "star"),
     "import * from your own module": ("from .params import *", "embedding", "star"),
+    # changing torch, which the given code and the grader's checks call (issue 30)
+    **{case: (code, "embedding", "redirect") for case, code in {
+        "a function of torch replaced": "F.linear = lambda x, w, b=None: x @ w.T",
+        "the same by its full name": "torch.nn.functional.linear = None",
+        "deleted": "del F.linear",
+        "replaced by setattr": "setattr(F, 'linear', None)",
+        "deleted by delattr": "delattr(torch, 'zeros')",
+        "augmented": "F.dropout += 1",
+        "a method of torch's Tensor replaced": "torch.Tensor.__matmul__ = None",
+        "a layer's forward replaced": "nn.Linear.forward = lambda self, x: x",
+        "a module of torch renamed, then changed": "G = F\nG.linear = None",
+        "a module handed to a function that changes it": "def patch(m):\n    m.linear = None"
+                                                         "\npatch(F)",
+        "a module in a list": "mods = [F, nn]",
+        "a module as a default argument": "def f(m=F):\n    return m",
+        "a module returned": "def f():\n    return torch.nn.functional",
+        "a module stored on a class": "class A:\n    pass\nA.F = F",
+        "a module as a class attribute": "class A:\n    F = torch.nn.functional",
+        "a module imported into a class": "class A:\n    import torch.nn.functional as F",
+        "a module through a walrus": "x = (G := F)",
+        "a switch of torch's": "torch.backends.cudnn.benchmark = True",
+        "a container of torch's": "F.__all__[0] = 'linear'",
+    }.items()},
 }
 
 
@@ -568,7 +591,44 @@ CLEAN = {
                         "        case [a, b]:\n            return a\n"
                         "        case int(real=r):\n            return r",
     "threads of thought in strings": "s = 'import gc; F.one_hot; eval'\n# torch._C",
+    "torch's values handed on": "x = torch.zeros(2, dtype=torch.float64)\n"
+                                "y = isinstance(x, torch.Tensor)\nz = [torch.float32, nn.Linear, "
+                                "F.relu, torch.Tensor.add]\nw = getattr(F, 'relu')\n"
+                                "h = hasattr(torch, 'compiler')",
+    "torch's modules named again": "G = torch.nn.functional\ny = G.relu(torch.zeros(1))\n"
+                                   "from torch.nn import init\ninit.zeros_(torch.empty(1))",
+    "your own layers' attributes set": "class A(nn.Module):\n    def __init__(self):\n"
+                                       "        super().__init__()\n"
+                                       "        self.lin = nn.Linear(2, 2)\n"
+                                       "        self.lin.weight = nn.Parameter(torch.zeros(2, 2))\n"
+                                       "        self.lin._parameters['bias'] = None",
 }
+
+
+#: A module of torch reached through another of your files, then changed: (what params.py
+#: holds, what gpt2.py does with it).
+THROUGH_YOUR_FILES = {
+    "from .params import": ("import torch.nn.functional as G", "from .params import G\n"
+                            "G.linear = None"),
+    "params.G": ("import torch.nn.functional as G", "from . import params\n"
+                 "params.G.linear = None"),
+    "exercises.params as": ("from torch.nn import functional as G",
+                            "import exercises.params as mine\nmine.G.linear = None"),
+    "exercises.params.G": ("import torch.nn.functional as G", "import exercises.params\n"
+                           "exercises.params.G.linear = None"),
+    "sys through params": ("import sys", "from .params import sys\nsys.modules['torch'] = None"),
+    "re-exported twice": ("from .embeddings import H as G", "from .params import G\n"
+                          "G.linear = None"),
+}
+
+
+@pytest.mark.parametrize("case", list(THROUGH_YOUR_FILES))
+def test_a_module_of_torch_through_your_other_files_is_followed(case):
+    params, gpt2 = THROUGH_YOUR_FILES[case]
+    files = {"embeddings.py": HEAD + "import torch.nn.functional as H\n",
+             "params.py": HEAD + params + "\n", "gpt2.py": HEAD + gpt2 + "\n"}
+    found = [f for f in bans.findings(files, bans.EMBEDDING) if f.file == "gpt2.py"]
+    assert {f.kind for f in found} & {"redirect", "program"}, (case, [str(f) for f in found])
 
 
 @pytest.mark.parametrize("case", list(CLEAN))
