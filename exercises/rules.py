@@ -5,7 +5,11 @@
 The grader runs your code on fresh inputs and compares the results with PyTorch's, but whether
 a stage's built-in ran cannot be seen from results, so two tests (stage 'embedding''s "written
 by hand" and stage 'onehot''s) also read embeddings.py, params.py and gpt2.py, without running
-them, with this checker. Every other test looks only at what your code computes.
+them, with this checker. So does every check of stage 'tying': the tie is judged through the
+given code (GPT2.forward, nn.Linear) and through what the grader's own code reads of your model
+(one table, counted once), both of which hold only while your files leave torch as it is and
+reach nothing of the running program (rules 2 and 3). Every other test looks only at what your
+code computes.
 
 1. **Banned built-ins** (``BANS``). Stage 'embedding' bans PyTorch's own lookup (nn.Embedding,
    F.embedding, torch.embedding, F.embedding_bag, nn.EmbeddingBag, torch.ops.aten.embedding)
@@ -28,11 +32,22 @@ them, with this checker. Every other test looks only at what your code computes.
    module the grader has not checked (anything but ``ALLOWED_MODULES``: numpy, math,
    functools, itertools, collections, dataclasses, typing, warnings and the like are fine)
    or a file it does not read.
+3. **Changing torch** (``WHY["redirect"]``). An attribute of torch's modules or of anything
+   reached through them by name set or deleted (``F.linear = ...``, ``torch.Tensor.x = ...``,
+   ``nn.Linear.forward = ...``, ``setattr(F, "linear", f)``, ``del torch.zeros``,
+   ``torch.backends.cudnn.benchmark = True``), and one of torch's modules handed on as a value
+   (``f(F)``, ``[nn]``, ``self.F = F``, a module as a class attribute), where what is done to
+   it cannot be followed. Reading through a module (``F.relu``, ``G = F``) is fine, and so is
+   handing on torch's classes, functions and dtypes (``torch.float64``, ``nn.Linear``).
+4. **Limits** (``MAX_DEPTH``, ``MAX_NODES``). A file with an expression nested more than 100
+   deep, or of more than 100,000 parts (AST nodes; your files hold a few thousand), or one
+   Python's own parser gives up on, is not read: it is refused as a whole ("unreadable"),
+   since what it calls cannot be told.
 
-All three files are read for both tests, because all three run in the process that runs
-your embedding and your one_hot: code in params.py could hand a built-in to embeddings.py.
-A refused construct costs only those two tests; a banned built-in of one stage costs only that
-stage's test.
+All three files are read for every check that applies the rules, because all three run in
+each stage's process: code in params.py could hand a built-in to embeddings.py. A refused
+construct costs those two tests and the tying stage's checks; a banned built-in of one stage
+costs only that stage's test.
 
 Dead code is not read: comments, strings and docstrings, and the bodies of ``if False:`` (or
 another false constant), of ``if __name__ == "__main__":`` and of ``if TYPE_CHECKING:``, the
@@ -42,7 +57,9 @@ the file, as ``from typing import TYPE_CHECKING`` (or ``typing.TYPE_CHECKING`` a
 (assigned, a parameter, a loop variable, imported as, ...), and no code that runs, in any of
 your files, able to change one (``m.__name__ = ...``, a computed setattr, ``globals()``,
 ``vars()``, ``__dict__``). So a self-check that compares your code with F.one_hot
-can stay in a ``__main__`` block. Check your own files, as the grader does::
+can stay in a ``__main__`` block. Your files are read, and run, as the UTF-8 text they are: an
+encoding declaration (``# -*- coding: ... -*-``) changes neither. Check your own files, as
+the grader does::
 
     python -m exercises.rules
 """
@@ -52,7 +69,7 @@ from __future__ import annotations
 import ast
 import functools
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,9 +124,26 @@ WHY = {
     "star": "`import *` brings in names the grader cannot see",
     "relative": "it imports a file the grader does not read: only embeddings.py, params.py "
     "and gpt2.py are submitted",
+    "redirect": "it changes torch (an attribute of one of its modules or classes set or "
+    "deleted, or one of its modules handed on where the grader cannot follow what is done to "
+    "it), which the given code and the grader's checks call as it is: leave torch as it is",
 }
-#: The kinds that make a ban's verdict unprovable: each "written by hand" test applies all.
-EVASIONS: tuple[str, ...] = ("code", "names", "program", "torch", "star", "relative", "import")
+#: How much of a file the rules read: honest files nest about 12 deep and hold a few thousand
+#: parts (AST nodes; 1 MiB of ordinary code, the most a submitted file may be, holds ~80,000).
+#: A file past either limit is not read but refused as a whole ("unreadable"), so that no
+#: step of the reading is deeper or longer than these allow.
+MAX_DEPTH = 100
+MAX_NODES = 100_000
+#: Characters of a construct, or of its line, quoted in a finding.
+SHOWN = 160
+WHY["unreadable"] = (
+    f"the grader reads a file only within its limits (expressions nested at most {MAX_DEPTH} "
+    f"deep, {MAX_NODES:,} parts in all) or as Python parses it, and this one is past them, so "
+    "it cannot tell what the file calls: write it plainly")
+#: The kinds that make a verdict read from the source unprovable: each "written by hand" test
+#: applies all, and so does every check of stage 'tying' (autograder/suites/bans.py).
+EVASIONS: tuple[str, ...] = ("code", "names", "program", "torch", "star", "relative", "import",
+                             "redirect", "unreadable")
 
 #: Modules your files may import, and any of their submodules, each name along the way checked
 #: against the rules below (``torch.utils`` is refused). Each was read for ways around a ban;
@@ -235,6 +269,8 @@ class Finding:
     kind: str = "banned"  # "banned" or one of EVASIONS
 
     def __str__(self) -> str:
+        if not self.line:  # the whole file
+            return f"{self.file} ({self.found}): {self.why}"
         return f"{self.file}, line {self.line}: `{self.code}` ({self.found}): {self.why}"
 
 
@@ -244,25 +280,65 @@ def check(files: Mapping[str, str], stage: str | None = None,
     ``stage``'s banned built-ins (none when ``stage`` is None or bans nothing) and every way
     around a ban, in file order.
 
-    A file that does not parse is skipped: it cannot be imported, so it runs nothing.
+    A file that does not parse is skipped: it cannot be imported, so it runs nothing. A file
+    past the reading's limits (``MAX_DEPTH``, ``MAX_NODES``), or one whose reading fails in
+    any other way, is one finding ("unreadable"): never read in part, never an exception.
     """
     ban = BANS.get(stage) if stage is not None else None
     trees: dict[str, ast.Module] = {}
+    findings: list[Finding] = []
+    unread = False  # a file that runs but was not read: it could change a guard too
     for name in FILES:
         if name in files:
-            try:
-                trees[name] = _parse(files[name], name)
-            except (SyntaxError, ValueError):
-                continue
+            parsed = _parse(files[name], name)
+            if isinstance(parsed, ast.Module):
+                trees[name] = parsed
+            elif parsed is not None:
+                unread = True
+                if name in among:
+                    line, found = parsed
+                    findings.append(_unreadable(name, line, found, files[name]))
     # Dead blocks stay dead while no live code, in any file, can change a guard; and code in a
     # dead block runs only once a guard changes. So: read each file as if every guard held,
     # and if the code that would then run could change one, trust no guard anywhere.
-    tampered = any(_sets_guards(_live(tree, _Guards(tree, False))) for tree in trees.values())
-    findings: list[Finding] = []
-    for name, tree in trees.items():
+    try:
+        tampered = unread or any(_sets_guards(_live_nodes(tree, False))
+                                 for tree in trees.values())
+    except Exception as error:  # noqa: BLE001 - a bug of the reading fails closed
+        tampered = True
+        findings.append(_unreadable(FILES[0], 0, f"reading failed: {type(error).__name__}"))
+    readers = {name: _Reader(name, files[name], tree, ban, tampered)
+               for name, tree in trees.items()}
+    # What each file binds to a module, for the others: ``from .params import F`` is params'
+    # F. Each round follows a re-export one file further (gpt2 from params from embeddings).
+    exports: dict[str, dict[str, set[str | None]]] = {}
+    for _ in readers:
+        exports = {name.removesuffix(".py"): _bound(reader, exports)
+                   for name, reader in readers.items()}
+    for name, reader in readers.items():
         if name in among:
-            findings += _Reader(name, files[name], tree, ban, tampered).findings()
+            try:
+                findings += reader.findings(exports)
+            except Exception as error:  # noqa: BLE001 - fails closed, as a finding
+                findings.append(_unreadable(name, 0, f"reading failed: {type(error).__name__}"))
     return _one_per_line(findings)
+
+
+def _bound(reader: _Reader, exports: Mapping[str, Mapping[str, set[str | None]]]
+           ) -> dict[str, set[str | None]]:
+    """The module paths ``reader``'s file binds each name to, given the other files'
+    ``exports``; nothing if the reading fails (the file's own reading says so)."""
+    try:
+        return {name: set(paths) for name, paths in reader.bind(exports).items()}
+    except Exception:  # noqa: BLE001 - reported by reader.findings, which fails the same way
+        return {}
+
+
+def _unreadable(file: str, line: int, found: str, source: str = "") -> Finding:
+    """The one finding of a file the rules could not read (at ``line``, 0: the whole file)."""
+    lines = source.splitlines()[line - 1 : line] if line > 0 else []
+    code = _cut(lines[0][: 4 * SHOWN].strip()) if lines else ""
+    return Finding(file, line, code, found, WHY["unreadable"], False, "unreadable")
 
 
 def _one_per_line(findings: list[Finding]) -> list[Finding]:
@@ -311,10 +387,34 @@ def read(folder: Path) -> dict[str, str]:
 
 
 @functools.lru_cache(maxsize=8)
-def _parse(source: str, name: str) -> ast.Module:
+def _parse(source: str, name: str) -> ast.Module | tuple[int, str] | None:
     """``source`` parsed, once for the checks of every ban (a grader checks two): nothing
-    here changes a tree."""
-    return ast.parse(source, filename=name)
+    here changes a tree. None when it is not Python (a SyntaxError, null bytes: it cannot be
+    imported); (line, what) when it is past the reading's limits or Python's parser gives up
+    on it (its recursion or its stack: ``-`` 100,000 times), which fails closed."""
+    try:
+        tree = ast.parse(source, filename=name)
+    except (SyntaxError, ValueError):
+        return None
+    except Exception as error:  # noqa: BLE001 - RecursionError, MemoryError: too deep for it
+        return 0, f"Python's parser gave up on it: {type(error).__name__}"
+    return _past_limits(tree) or tree
+
+
+def _past_limits(tree: ast.AST) -> tuple[int, str] | None:
+    """Where ``tree`` first goes past ``MAX_DEPTH`` or ``MAX_NODES`` (its line, and which),
+    found by one walk that stops there; None within both."""
+    stack, nodes = [(tree, 1, 0)], 0
+    while stack:
+        node, depth, line = stack.pop()
+        nodes += 1
+        line = getattr(node, "lineno", line)  # a node without one is on its parent's line
+        if depth > MAX_DEPTH:
+            return line, f"an expression nested more than {MAX_DEPTH} deep"
+        if nodes > MAX_NODES:
+            return 0, f"more than {MAX_NODES:,} parts"
+        stack.extend((child, depth + 1, line) for child in ast.iter_child_nodes(node))
+    return None
 
 
 @functools.lru_cache(maxsize=8)
@@ -427,6 +527,13 @@ class _Guards:
         return False
 
 
+@functools.lru_cache(maxsize=8)
+def _live_nodes(tree: ast.Module, tampered: bool) -> tuple[ast.AST, ...]:
+    """``_live`` of ``tree`` when guards are (not) trusted everywhere, kept for every check
+    of the same files (a grader makes three)."""
+    return tuple(_live(tree, _Guards(tree, tampered)))
+
+
 def _live(tree: ast.AST, guards: _Guards) -> Iterator[ast.AST]:
     """Every node of ``tree`` except those in provably dead blocks (see ``_Guards.dead``)."""
     stack = [tree]
@@ -453,6 +560,36 @@ def _constant_name(call: ast.Call) -> str | None:
         value = call.args[1].value
         return value if isinstance(value, str) else None
     return None
+
+
+def _targets(statement: ast.stmt) -> list[ast.expr]:
+    """The names a statement of a class body binds there (``F = ...``, ``import x``: as
+    ``ast.alias`` nodes)."""
+    if isinstance(statement, ast.Assign):
+        return statement.targets
+    if isinstance(statement, ast.AnnAssign | ast.AugAssign):
+        return [statement.target]
+    if isinstance(statement, ast.Import | ast.ImportFrom):
+        return list(statement.names)
+    return []
+
+
+def _followed(nodes: Iterable[ast.AST], aliases: set[int]) -> set[int]:
+    """The expressions the rules follow where they go: the bases of attributes (``F`` in
+    ``F.relu``, also as ``getattr(F, "relu")``, ``hasattr``, ``setattr`` and ``delattr``, whose
+    computed names are refused as such) and
+    the values named again (``G = F``, whose target is one of ``aliases``)."""
+    followed: set[int] = set()
+    for node in nodes:
+        if isinstance(node, ast.Attribute | ast.Subscript):
+            followed.add(id(node.value))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.args \
+                and node.func.id in {*ATTRIBUTE_BUILTINS, "hasattr"}:  # a computed name: "names"
+            followed.add(id(node.args[0]))
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and id(node.targets[0]) in aliases:
+            followed.add(id(node.value))
+    return followed
 
 
 def _type_as_a_type(nodes: list[ast.AST]) -> set[int]:
@@ -483,23 +620,33 @@ class _Reader:
     def __init__(self, file: str, source: str, tree: ast.Module, ban: Ban | None,
                  tampered: bool) -> None:
         self.file, self.lines, self.tree, self.ban = file, source.splitlines(), tree, ban
-        self.guards = _Guards(tree, tampered)
+        self.tampered = tampered  # whether no guard is trusted (see check)
         self.bound = _bindings(tree)
         # local name -> the module paths it may be bound to (UNKNOWN: something else too)
         self.modules: dict[str, set[str | None]] = {}
         self.aliases: set[int] = set()  # the targets of ``F = torch.nn.functional``
         self.own: set[str] = set()  # names that are provably your own modules and classes
         self.found: list[Finding] = []
+        self.paths: dict[int, set[str | None]] | None = None  # _qualify's, once bindings are done
+        self.codes: dict[int, str] = {}  # line -> its text as quoted (``_code``)
+        # your modules by the names they have here ("" for the package: ``exercises.params``)
+        self.own_modules: dict[str, str] = {}
+        self.exports: Mapping[str, Mapping[str, set[str | None]]] = {}
+        # names bound in a class body: class attributes, never followed as aliases
+        self.in_classes = {id(target) for c in ast.walk(tree) if isinstance(c, ast.ClassDef)
+                           for statement in c.body for target in _targets(statement)}
 
-    def findings(self) -> list[Finding]:
-        nodes = list(_live(self.tree, self.guards))
+    def bind(self, exports: Mapping[str, Mapping[str, set[str | None]]]
+             ) -> dict[str, set[str | None]]:
+        """The binding phase, from scratch, with the other files' ``exports``: what each name
+        of this file may be bound to (imports, aliases, your own modules and names)."""
+        self.exports, self.paths, self.found = exports, None, []
+        self.modules, self.aliases, self.own, self.own_modules = {}, set(), set(), {}
+        nodes = _live_nodes(self.tree, self.tampered)
         for node in self.tree.body:  # your top-level classes and functions, if never rebound
             if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) \
                     and self._once(node.name):
                 self.own.add(node.name)
-        self.enums = {n.name for n in ast.walk(self.tree) if isinstance(n, ast.ClassDef)
-                      and any("Enum" in ast.unparse(b) or "Flag" in ast.unparse(b)
-                              for b in n.bases)}
         for node in nodes:  # bindings first, so that a later attribute can be resolved
             if isinstance(node, ast.Import | ast.ImportFrom):
                 self._import(node)
@@ -507,9 +654,28 @@ class _Reader:
             if isinstance(node, ast.Assign):
                 self._alias(node)
         self._unknown_too()
+        return self.modules
+
+    def findings(self, exports: Mapping[str, Mapping[str, set[str | None]]] | None = None
+                 ) -> list[Finding]:
+        self.bind(exports or {})
+        nodes = _live_nodes(self.tree, self.tampered)
+        self.enums = {n.name for n in ast.walk(self.tree) if isinstance(n, ast.ClassDef)
+                      and any("Enum" in ast.unparse(b) or "Flag" in ast.unparse(b)
+                              for b in n.bases)}
+        self.paths = {}  # every binding is known: each chain is qualified once from here on
         calls = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
         self.harmless_types = _type_as_a_type(nodes)
+        self.followed = _followed(nodes, self.aliases)
         for node in nodes:
+            if isinstance(node, ast.Name | ast.Attribute) and isinstance(node.ctx, ast.Load) \
+                    and id(node) not in self.followed:
+                self._handed_on(node)
+            if isinstance(node, ast.Attribute | ast.Subscript) \
+                    and isinstance(node.ctx, ast.Store | ast.Del):
+                self._changed(node, node.value, node.ctx)
+            elif isinstance(node, ast.Import | ast.ImportFrom):
+                self._imported_into_a_class(node)
             if isinstance(node, ast.Attribute):
                 self._attribute(node, node.attr, node.value)
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
@@ -529,7 +695,7 @@ class _Reader:
                 self._call(node)
             elif isinstance(node, ast.Attribute) and node.attr == "__class__" \
                     and isinstance(node.ctx, ast.Store | ast.Del):
-                self._add(node, f"{ast.unparse(node)} = ...", "program")
+                self._add(node, f"{_shown(node)} = ...", "program")
         return self.found
 
     def _once(self, name: str) -> bool:
@@ -538,7 +704,7 @@ class _Reader:
 
     # -- bindings
 
-    def _bind(self, name: str, path: str) -> None:
+    def _bind(self, name: str, path: str | None) -> None:
         self.modules.setdefault(name, set()).add(path)
 
     def _unknown_too(self) -> None:
@@ -583,6 +749,9 @@ class _Reader:
             self._add(node, f"import {name}", "relative")
         elif asname is not None and self._once(asname):
             self.own.add(asname)
+            self.own_modules[asname] = parts[1]
+        elif asname is None and self._once(OWN_PACKAGE):
+            self.own_modules[OWN_PACKAGE] = ""  # exercises.params.X: the package, then a file
         return True
 
     def _own_from(self, node: ast.ImportFrom, module: str) -> None:
@@ -603,6 +772,10 @@ class _Reader:
                 self._add(node, f"{shown} {alias.name}", "relative")
             elif not parts and self._once(bound):
                 self.own.add(bound)  # the module itself: its attributes are your names
+                self.own_modules[bound] = alias.name
+            elif parts:  # a name of another of your files: what that file binds it to
+                for path in self.exports.get(parts[0], {}).get(alias.name, ()):
+                    self._bind(bound, path)
 
     def _module_allowed(self, node: ast.stmt, module: str) -> bool:
         top = module.split(".")[0]
@@ -621,7 +794,8 @@ class _Reader:
 
     def _alias(self, node: ast.Assign) -> None:
         """``F = torch.nn.functional``: F may name that module from here on."""
-        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and id(node.targets[0]) not in self.in_classes:
             paths = self._qualify(node.value)
             for path in paths - {UNKNOWN}:
                 self._bind(node.targets[0].id, path)
@@ -630,13 +804,37 @@ class _Reader:
 
     def _qualify(self, node: ast.expr) -> set[str | None]:
         """The module paths an expression may name (``torch.nn.functional``); UNKNOWN among
-        them when it may be something else."""
-        if isinstance(node, ast.Name):
-            return self.modules.get(node.id, {UNKNOWN})
-        if isinstance(node, ast.Attribute):
-            return {UNKNOWN if base is UNKNOWN else f"{base}.{node.attr}"
-                    for base in self._qualify(node.value)}
-        return {UNKNOWN}
+        them when it may be something else. Without recursion, and once the bindings are
+        known, once per node (``self.paths``): each link of a chain of n attributes is read
+        once, not n times."""
+        chain = []  # the attributes down to the chain's root, outermost first
+        while isinstance(node, ast.Attribute) and (self.paths is None
+                                                   or id(node) not in self.paths):
+            chain.append(node)
+            node = node.value
+        if isinstance(node, ast.Attribute):  # the rest of the chain is qualified already
+            paths = self.paths[id(node)]
+        elif isinstance(node, ast.Name) and node.id in self.own_modules and chain:
+            paths = self._own_attribute(node.id, chain)
+        elif isinstance(node, ast.Name):
+            paths = self.modules.get(node.id, {UNKNOWN})
+        else:
+            paths = {UNKNOWN}
+        for link in reversed(chain):
+            paths = {UNKNOWN if base is UNKNOWN else f"{base}.{link.attr}" for base in paths}
+            if self.paths is not None:
+                self.paths[id(link)] = paths
+        return paths
+
+    def _own_attribute(self, name: str, chain: list[ast.Attribute]) -> set[str | None]:
+        """``params.F`` (or ``exercises.params.F``): what that file binds F to, the links it
+        takes off the end of ``chain`` (outermost first); UNKNOWN for anything else."""
+        module = self.own_modules[name]
+        if not module:  # the package: its attribute is one of your files
+            module = chain.pop().attr
+            if not chain:
+                return {UNKNOWN}
+        return set(self.exports.get(module, {}).get(chain.pop().attr, {UNKNOWN}))
 
     # -- uses
 
@@ -644,11 +842,11 @@ class _Reader:
         """``base.attr`` (or ``getattr(base, "attr")``) in live code."""
         own = isinstance(base, ast.Name) and base.id in self.own
         for path in sorted(self._qualify(base), key=str):
-            found = f"{path}.{attr}" if path else f"{ast.unparse(base)}.{attr}"
+            found = f"{path}.{attr}" if path else lambda: f"{_shown(base)}.{attr}"
             self._check_attribute(node, attr, path, own, found)
 
     def _check_attribute(self, node: ast.AST, attr: str, path: str | None, own: bool,
-                         found: str) -> None:
+                         found: str | Callable[[], str]) -> None:
         """The rules for one attribute name, on a base that is ``path`` (a module path, or
         UNKNOWN when the grader cannot tell) and is or is not your own module or class
         (``self`` can be anything: ``f(torch.nn.functional)`` makes it a module)."""
@@ -678,6 +876,42 @@ class _Reader:
             self._add(call, f"{call.func.id}(..., <a name computed at run time>)", "names")
         elif call.args:
             self._attribute(call, name, call.args[0])
+            if call.func.id != "getattr":
+                self._changed(call, call.args[0], ast.Store() if call.func.id == "setattr"
+                              else ast.Del(), name)
+
+    # -- changing torch
+
+    def _changed(self, node: ast.AST, base: ast.expr, ctx: ast.expr_context,
+                 name: str | None = None) -> None:
+        """``base.name = ...`` (or ``del``, ``setattr``, ``base[key] = ...``): refused when
+        ``base`` is torch or anything reached through it by name (``F``, ``torch.Tensor``,
+        ``nn.Linear``), whose attributes the given code and the grader's checks call."""
+        paths = sorted(p for p in self._qualify(base) if p is not UNKNOWN
+                       and p.split(".")[0] == "torch")
+        if paths:
+            name = name or (node.attr if isinstance(node, ast.Attribute) else "[...]")
+            joined = f"{paths[0]}{'' if name == '[...]' else '.'}{name}"
+            self._add(node, f"del {joined}" if isinstance(ctx, ast.Del) else f"{joined} = ...",
+                      "redirect")
+
+    def _imported_into_a_class(self, node: ast.Import | ast.ImportFrom) -> None:
+        """``class A: import torch.nn.functional as F``: a module of torch held as a class
+        attribute (``A.F``, ``self.F``), where the grader cannot follow what is done to it."""
+        for alias in node.names:
+            path = alias.name if isinstance(node, ast.Import) else f"{node.module}.{alias.name}"
+            if id(alias) in self.in_classes and not getattr(node, "level", 0) \
+                    and path.split(".")[0] == "torch" and _torch_module(path):
+                self._add(node, f"{path}, imported into a class", "redirect")
+
+    def _handed_on(self, node: ast.Name | ast.Attribute) -> None:
+        """One of torch's modules used as a value (``f(F)``, ``[nn]``, ``self.F = F``), not
+        only read through (``F.relu``) or named again (``G = F``): what is done to it then
+        cannot be followed (``m.linear = ...`` on an argument ``m``)."""
+        for path in sorted(p for p in self._qualify(node) if p is not UNKNOWN):
+            if path.split(".")[0] == "torch" and _torch_module(path):
+                self._add(node, f"{path}, handed on as a value", "redirect")
+                return
 
     def _name(self, node: ast.Name, called: bool) -> None:
         if isinstance(node.ctx, ast.Store | ast.Del) or node.id in self.own:
@@ -698,22 +932,23 @@ class _Reader:
             return
         for keyword in node.keywords:  # class A(metaclass=M): M builds the namespace
             if keyword.arg == "metaclass" and ast.unparse(keyword.value) not in METACLASSES:
-                self._add(node, f"class {node.name}(metaclass={ast.unparse(keyword.value)})",
+                self._add(node, f"class {node.name}(metaclass={_shown(keyword.value)})",
                           "names")
         for base in node.bases:  # class M(type): a metaclass of your own
             if ast.unparse(base) in {"type", *METACLASSES} or ast.unparse(base).endswith(
                     ("EnumMeta", "EnumType")):
-                self._add(node, f"class {node.name}({ast.unparse(base)})", "names")
+                self._add(node, f"class {node.name}({_shown(base)})", "names")
 
     def _call(self, call: ast.Call) -> None:
         """``type(name, bases, namespace)`` and ``Enum("E", names)``: a class whose names are
         computed at run time (``"__array_" + "interface__"``)."""
-        callee = ast.unparse(call.func)
+        callee = call.func.id if isinstance(call.func, ast.Name) else None
         paths = {p for p in self._qualify(call.func) if p}
         enum = any(p.startswith("enum.") for p in paths) or callee in self.enums
         if callee == "type" and len(call.args) >= 3 or enum and (
                 len(call.args) >= 2 or any(k.arg in {"names", None} for k in call.keywords)):
-            self._add(call, f"{callee}(<names computed at run time>)", "names")
+            self._add(call, lambda: f"{_shown(call.func)}(<names computed at run time>)",
+                      "names")
 
     def _match_class(self, node: ast.MatchClass) -> None:
         """``case ModuleType(one_hot=f)``: each keyword is an attribute read by name."""
@@ -734,12 +969,41 @@ class _Reader:
         if isinstance(key, str) and key in REFUSED_DEFINITIONS:
             self._add(node, repr(key), "program")
 
-    def _add(self, node: ast.AST, found: str, kind: str, banned: bool = False) -> None:
+    def _add(self, node: ast.AST, found: str | Callable[[], str], kind: str,
+             banned: bool = False) -> None:
+        """A finding at ``node``'s line: ``found`` (made only now, if it is a function) and
+        the line, each cut to ``SHOWN`` characters."""
         line = getattr(node, "lineno", 0)
-        code = self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
         why = kind if banned else WHY[kind]
-        self.found.append(Finding(self.file, line, code, found, why, banned,
+        found = _cut(found() if callable(found) else found)
+        self.found.append(Finding(self.file, line, self._code(line), found, why, banned,
                                   "banned" if banned else kind))
+
+    def _code(self, line: int) -> str:
+        """Line ``line`` as a finding quotes it, made once however many findings it holds."""
+        if line not in self.codes:
+            text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+            self.codes[line] = _cut(text[: 4 * SHOWN].strip())
+        return self.codes[line]
+
+
+def _cut(text: str) -> str:
+    """``text`` at most ``SHOWN`` characters long, an ellipsis marking a cut."""
+    return text if len(text) <= SHOWN else text[: SHOWN - 3] + "..."
+
+
+#: How many parts of an expression a finding turns back into code (``_shown``).
+SHOWN_PARTS = 24
+
+
+def _shown(node: ast.AST) -> str:
+    """``node`` as code, for a finding, if it has at most ``SHOWN_PARTS`` parts: each finding
+    costs a bounded time (``ast.unparse`` of a chain at each of its links would be quadratic
+    in its length)."""
+    if sum(1 for _, _ in zip(ast.walk(node), range(SHOWN_PARTS + 1), strict=False)) \
+            > SHOWN_PARTS:
+        return "<a long expression>"
+    return ast.unparse(node)
 
 
 def _module_private() -> frozenset[str]:
@@ -767,6 +1031,30 @@ def _module_private() -> frozenset[str]:
 
 
 _MODULE_PRIVATE = _module_private()
+
+
+@functools.lru_cache(maxsize=1024)
+def _torch_module(path: str) -> bool:
+    """Whether ``path`` (``torch.nn.functional``) names one of torch's modules, read from
+    torch's own namespaces (a dictionary look-up each, nothing of torch runs); a name torch
+    does not have now counts as one, since a module of torch may be loaded when first used."""
+    import types
+
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - the exercise always has torch
+        return True
+    value: object = torch
+    for part in path.split(".")[1:]:
+        if not isinstance(value, types.ModuleType):
+            return False
+        value = vars(value).get(part, _MISSING)
+        if value is _MISSING:
+            return True
+    return isinstance(value, types.ModuleType)
+
+
+_MISSING = object()
 
 
 def main(argv: list[str] | None = None) -> int:

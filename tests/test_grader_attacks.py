@@ -176,6 +176,32 @@ def test_attack_gains_nothing(grader, tmp_path, attack):
         assert len(r.output) < 20_000, "learner output must be truncated"
 
 
+#: An encoding declaration, and how that codec spells a newline in text that reads as ASCII.
+SMUGGLERS = {"utf-7": "+AAo-", "unicode_escape": "\\n", "raw_unicode_escape": "\\u000a"}
+
+
+@pytest.mark.parametrize("codec", list(SMUGGLERS))
+def test_a_declared_encoding_runs_only_what_the_rules_read(grader, tmp_path, codec):
+    """embeddings.py declares a codec in which its comment holds a newline: Python's own
+    import would run the line hidden there, ``return torch.nn.functional.embedding(...)``
+    (the lookup right, and no embedding for the rules to see). The grader runs the text its
+    rules read: the hidden line is a comment, and forward returns zeros."""
+    folder = make_submission(tmp_path / "submission", forward("# SMUGGLED"))
+    path = folder / "embeddings.py"
+    text = path.read_text(encoding="utf-8")
+    if codec == "utf-7":
+        text = text.replace("+", "+-")  # "+" itself is "+-" in UTF-7
+    hidden = (f"# it is only a comment{SMUGGLERS[codec]}"
+              "        return torch.nn.functional.embedding(ids, self.weight)")
+    text = text.replace("# SMUGGLED", hidden).replace(
+        "return self.weight[ids]", "return torch.zeros(*ids.shape, self.d_model)")
+    path.write_text(f"# -*- coding: {codec} -*-\n" + text, encoding="utf-8")
+    stage = next(s for s in grader.grade(folder, stages=["embedding"]).stages
+                 if s.name == "embedding")
+    _assert_no_points(stage, {"embeddings:Embedding.forward": ""})
+    assert not any(r.grader_error for r, _, _ in stage.tests)
+
+
 def test_results_and_repository_are_out_of_reach(grader, tmp_path):
     """Writing results.json, the gradebook or the repository fails: nothing outside changes."""
     target = tmp_path / "results.json"

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from autograder.grading import Grader
 from autograder.suites import bans
@@ -448,6 +450,29 @@ BYPASSES = {
     "from exercises": ("from exercises.tokenizer import encode", "embedding", "relative"),
     "import *": ("from torch.nn.functional import *", "embedding", "star"),
     "import * from your own module": ("from .params import *", "embedding", "star"),
+    # changing torch, which the given code and the grader's checks call (issue 30)
+    **{case: (code, "embedding", "redirect") for case, code in {
+        "a function of torch replaced": "F.linear = lambda x, w, b=None: x @ w.T",
+        "the same by its full name": "torch.nn.functional.linear = None",
+        "deleted": "del F.linear",
+        "replaced by setattr": "setattr(F, 'linear', None)",
+        "deleted by delattr": "delattr(torch, 'zeros')",
+        "augmented": "F.dropout += 1",
+        "a method of torch's Tensor replaced": "torch.Tensor.__matmul__ = None",
+        "a layer's forward replaced": "nn.Linear.forward = lambda self, x: x",
+        "a module of torch renamed, then changed": "G = F\nG.linear = None",
+        "a module handed to a function that changes it": "def patch(m):\n    m.linear = None"
+                                                         "\npatch(F)",
+        "a module in a list": "mods = [F, nn]",
+        "a module as a default argument": "def f(m=F):\n    return m",
+        "a module returned": "def f():\n    return torch.nn.functional",
+        "a module stored on a class": "class A:\n    pass\nA.F = F",
+        "a module as a class attribute": "class A:\n    F = torch.nn.functional",
+        "a module imported into a class": "class A:\n    import torch.nn.functional as F",
+        "a module through a walrus": "x = (G := F)",
+        "a switch of torch's": "torch.backends.cudnn.benchmark = True",
+        "a container of torch's": "F.__all__[0] = 'linear'",
+    }.items()},
 }
 
 
@@ -566,7 +591,44 @@ CLEAN = {
                         "        case [a, b]:\n            return a\n"
                         "        case int(real=r):\n            return r",
     "threads of thought in strings": "s = 'import gc; F.one_hot; eval'\n# torch._C",
+    "torch's values handed on": "x = torch.zeros(2, dtype=torch.float64)\n"
+                                "y = isinstance(x, torch.Tensor)\nz = [torch.float32, nn.Linear, "
+                                "F.relu, torch.Tensor.add]\nw = getattr(F, 'relu')\n"
+                                "h = hasattr(torch, 'compiler')",
+    "torch's modules named again": "G = torch.nn.functional\ny = G.relu(torch.zeros(1))\n"
+                                   "from torch.nn import init\ninit.zeros_(torch.empty(1))",
+    "your own layers' attributes set": "class A(nn.Module):\n    def __init__(self):\n"
+                                       "        super().__init__()\n"
+                                       "        self.lin = nn.Linear(2, 2)\n"
+                                       "        self.lin.weight = nn.Parameter(torch.zeros(2, 2))\n"
+                                       "        self.lin._parameters['bias'] = None",
 }
+
+
+#: A module of torch reached through another of your files, then changed: (what params.py
+#: holds, what gpt2.py does with it).
+THROUGH_YOUR_FILES = {
+    "from .params import": ("import torch.nn.functional as G", "from .params import G\n"
+                            "G.linear = None"),
+    "params.G": ("import torch.nn.functional as G", "from . import params\n"
+                 "params.G.linear = None"),
+    "exercises.params as": ("from torch.nn import functional as G",
+                            "import exercises.params as mine\nmine.G.linear = None"),
+    "exercises.params.G": ("import torch.nn.functional as G", "import exercises.params\n"
+                           "exercises.params.G.linear = None"),
+    "sys through params": ("import sys", "from .params import sys\nsys.modules['torch'] = None"),
+    "re-exported twice": ("from .embeddings import H as G", "from .params import G\n"
+                          "G.linear = None"),
+}
+
+
+@pytest.mark.parametrize("case", list(THROUGH_YOUR_FILES))
+def test_a_module_of_torch_through_your_other_files_is_followed(case):
+    params, gpt2 = THROUGH_YOUR_FILES[case]
+    files = {"embeddings.py": HEAD + "import torch.nn.functional as H\n",
+             "params.py": HEAD + params + "\n", "gpt2.py": HEAD + gpt2 + "\n"}
+    found = [f for f in bans.findings(files, bans.EMBEDDING) if f.file == "gpt2.py"]
+    assert {f.kind for f in found} & {"redirect", "program"}, (case, [str(f) for f in found])
 
 
 @pytest.mark.parametrize("case", list(CLEAN))
@@ -659,6 +721,144 @@ def test_every_torch_module_that_calls_a_banned_built_in_is_refused(stage):
     assert not missed, missed
 
 
+# --- bounded: the reading of hostile shapes and sizes is one finding, never an exception -------
+# The rules run in the grader's process, on learner input, before any limit of the sandbox
+# starts: every shape of source (deep, long, wide, huge) must come back as findings, in work
+# that grows with the file's size alone, never with how deep its expressions nest.
+
+#: Expressions that nest ``n`` deep, each in its own way through the parser and the rules.
+DEEP = {
+    "an attribute chain": lambda n: "y" + ".a" * n,
+    "torch's private chain": lambda n: "torch" + "._C" * n,
+    "a call chain": lambda n: "y" + "()" * n,
+    "subscripts": lambda n: "y" + "[0]" * n,
+    "a unary chain": lambda n: "-" * n + "1",
+    "not, not, ...": lambda n: "not " * n + "y",
+    "a sum": lambda n: "+".join(["y"] * (n + 1)),
+    "a power tower": lambda n: "**".join(["y"] * (n + 1)),
+    "conditionals": lambda n: "y if y else " * n + "y",
+    "lambdas": lambda n: "lambda: " * n + "0",
+    "nested calls": lambda n: "f(" * n + ")" * n,
+    "nested lists": lambda n: "[" * n + "]" * n,
+    "getattr of getattr": lambda n: "getattr(" * n + "y" + ", 'a')" * n,
+}
+#: Where an expression sits: each place is read by a different part of the rules.
+PLACES = {
+    "a never-called function": "def f{i}():\n    return {e}\n",
+    "the top level": "x{i} = {e}\n",
+    "a base class": "class C{i}({e}):\n    pass\n",
+    "a metaclass": "class M{i}(metaclass={e}):\n    pass\n",
+    "an isinstance": "def g{i}(v):\n    return isinstance(v, {e})\n",
+    "an annotation": "def h{i}(v: {e}) -> {e}:\n    pass\n",
+    "a decorator": "@{e}\ndef d{i}():\n    pass\n",
+    "a call's callee": "z{i} = ({e})(1, 2, 3)\n",
+}
+
+
+def _shape(tree: ast.AST) -> tuple[int, int]:
+    """(depth, parts) of a tree, by a walk of this test's own."""
+    deepest, parts, stack = 0, 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest, parts = max(deepest, depth), parts + 1
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest, parts
+
+
+def _judged(extra: str, file: str = "params.py") -> list[rules.Finding]:
+    """Every check's findings for lumen's files with ``extra`` at the end of ``file``: never an
+    exception; one "unreadable" finding for that file exactly when it is past the limits."""
+    files = {name: (LUMEN / name).read_text(encoding="utf-8") for name in rules.FILES}
+    files[file] += "\n" + extra
+    findings = [f for stage in (*rules.BANS, None) for f in rules.check(files, stage)]
+    try:
+        depth, parts = _shape(ast.parse(files[file]))
+        past = depth > rules.MAX_DEPTH or parts > rules.MAX_NODES
+    except SyntaxError:  # not Python: it cannot be imported, so the file is not read
+        return findings
+    except (RecursionError, MemoryError):  # Python's parser gives up on it
+        past = True
+    unreadable = {f.file for f in findings if f.kind == "unreadable"}
+    assert unreadable == ({file} if past else set()), (depth if not past else "past", findings)
+    return findings
+
+
+@settings(max_examples=20, deadline=None)
+@given(deep=st.sampled_from(sorted(DEEP)), place=st.sampled_from(sorted(PLACES)),
+       depth=st.one_of(st.integers(1, 120), st.integers(120, 3000), st.just(100_000)),
+       times=st.integers(1, 10), file=st.sampled_from(rules.FILES))
+def test_deep_code_anywhere_is_findings_never_an_exception(deep, place, depth, times, file):
+    expression = DEEP[deep](depth)
+    _judged("".join(PLACES[place].format(i=i, e=expression) for i in range(times)), file)
+
+
+@settings(max_examples=15, deadline=None)
+@given(kind=st.sampled_from(["long names", "a long line", "wide calls", "many statements",
+                             "many findings on one line", "a long string"]),
+       size=st.integers(1, 200_000))
+def test_long_and_wide_code_is_findings_never_an_exception(kind, size):
+    extra = {
+        "long names": f"def f():\n    return y.{'a' * size}.{'b' * size}._C\n",
+        "a long line": "x = (" + " + ".join(["y._C"] * (size // 6 + 1)) + ")\n",
+        "wide calls": "x = f(" + ", ".join(["y"] * (size // 3 + 1)) + ")\n",
+        "many statements": "x = 1\n" * (size // 6 + 1),
+        "many findings on one line": "x = [" + ", ".join(["torch._C"] * (size // 10 + 1)) + "]\n",
+        "a long string": f"x = {'a' * size!r}\n",
+    }[kind]
+    _judged(extra)
+
+
+def test_a_file_past_the_limits_is_one_finding_that_says_so():
+    """The finding names the file, the line where the reading stopped and the limit, and
+    fails both "written by hand" checks (its kind is one of the evasions they apply)."""
+    deep = next(f for f in _judged("x = y" + ".a" * 150 + "\n") if f.kind == "unreadable")
+    assert deep.file == "params.py" and deep.line > 0 and deep.code.startswith("x = y.a.a")
+    assert f"nested more than {rules.MAX_DEPTH} deep" in str(deep)
+    assert "unreadable" in rules.EVASIONS and all("unreadable" in c.kinds
+                                                  for c in bans.CHECKS.values())
+    huge = next(f for f in _judged("x = [" + "y, " * rules.MAX_NODES + "]\n")
+                if f.kind == "unreadable")
+    assert f"more than {rules.MAX_NODES:,} parts" in str(huge)
+    parser = next(f for f in _judged("x = " + "-" * 100_000 + "1\n") if f.kind == "unreadable")
+    assert "Python's parser gave up on it" in str(parser)
+
+
+def _calls(files: dict[str, str]) -> int:
+    """How many functions (Python's and C's) one reading of ``files`` calls: its work,
+    counted, not timed."""
+    import sys
+
+    count = 0
+
+    def profile(frame, event, arg):
+        nonlocal count
+        count += event in ("call", "c_call")
+
+    rules._parse.cache_clear()
+    sys.setprofile(profile)
+    try:
+        rules.check(files, "embedding")
+    finally:
+        sys.setprofile(None)
+    return count
+
+
+@pytest.mark.parametrize("deep", ["an attribute chain", "torch's private chain", "a call chain",
+                                  "subscripts", "a sum"])
+def test_the_reading_grows_with_the_size_not_with_the_depth(deep):
+    """Hundreds of never-called chains, 90 deep (within the limit), cost per part what as
+    many chains 9 deep do: no step of the reading is quadratic in a chain's length (each link
+    once qualified, a finding's quote bounded). Before, 300 such chains took minutes."""
+    files = {name: (LUMEN / name).read_text(encoding="utf-8") for name in rules.FILES}
+    base = _calls(files)
+    per_part = {}
+    for depth, times in ((9, 300), (90, 30)):
+        extra = "".join(f"def f{i}():\n    return {DEEP[deep](depth)}\n" for i in range(times))
+        files["params.py"] = (LUMEN / "params.py").read_text(encoding="utf-8") + extra
+        per_part[depth] = (_calls(files) - base) / _shape(ast.parse(extra))[1]
+    assert per_part[90] < 1.3 * per_part[9], per_part
+
+
 # --- graded: the whole grader keeps full marks, and a broken rule costs only its checks --------
 
 
@@ -690,3 +890,59 @@ def test_a_rule_broken_in_params_costs_only_the_checks_that_need_it(grader, tmp_
     assert failed == sorted(bans.CHECKS), failed
     message = next(r.message for s in grade.stages for r, _, _ in s.tests if not r.passed)
     assert "params.py" in message and "computed at run time" in message, message
+
+
+#: Shapes of params.py that the rules' reading once crashed on or took minutes over, each at
+#: the end of lumen's own file: (the code, whether the rules refuse it as unreadable).
+HOSTILE = {
+    "a chain 150 deep in a function never called": (
+        "def never():\n    return y" + ".a" * 150 + "\n", True),
+    "300 chains 90 deep, never called": (
+        "".join(f"def never{i}():\n    return y{'.a' * 90}\n" for i in range(300)), False),
+    "a unary chain 100,000 long": ("x = " + "-" * 100_000 + "1\n", True),
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE))
+def test_a_hostile_shape_is_graded_never_an_internal_error(grader, tmp_path, case):
+    """Graded whole, through the warm grader: a grade comes back; the "written by hand"
+    checks fail saying why where the rules cannot read params.py, and nothing else changes
+    but what the file itself breaks (a unary chain 100,000 long does not compile)."""
+    code, unreadable = HOSTILE[case]
+    folder = make_submission(tmp_path / "hostile", {})
+    params = folder / "params.py"
+    params.write_text(params.read_text(encoding="utf-8") + "\n" + code, encoding="utf-8")
+    grade = grader.grade(folder, seed=11)
+    failed = {r.name: r.message for s in grade.stages for r, _, _ in s.tests if not r.passed}
+    assert not any(r.grader_error for s in grade.stages for r, _, _ in s.tests)
+    if not unreadable:
+        assert not failed, failed
+        return
+    for check in bans.CHECKS:
+        message = failed.pop(check)
+        assert "params.py" in message and "within its limits" in message, message
+    compiles = "-" * 100 not in code
+    assert not failed if compiles else all(
+        stage.name in ("params", "tying", "init") for stage in grade.stages
+        for r, _, _ in stage.tests if r.name in failed), failed
+
+
+def test_a_file_python_cannot_parse_is_a_grade_from_the_command_line(tmp_path):
+    """``python -m autograder grade``, as an instructor runs it: exit 0 and results.json, not
+    exit 2 (the rules' ast.parse raised MemoryError in the grader's process before)."""
+    import json
+    import subprocess
+    import sys
+
+    folder = make_submission(tmp_path / "hostile", {})
+    params = folder / "params.py"
+    params.write_text(params.read_text(encoding="utf-8") + "\nx = " + "-" * 100_000 + "1\n",
+                      encoding="utf-8")
+    out = tmp_path / "results.json"
+    run = subprocess.run([sys.executable, "-m", "autograder", "grade", str(folder), "--stage",
+                          "embedding", "--out", str(out)], cwd=LUMEN.parent,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    refused = [t for t in json.loads(out.read_text())["tests"]
+               if "Python's parser gave up on it" in t["output"]]
+    assert [(t["score"], "written by hand" in t["name"]) for t in refused] == [(0, True)], refused

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import os
 import subprocess
@@ -249,3 +250,80 @@ def test_stubs_offered_to_the_zygote_change_no_grade(grader):
                                                    for m in MODULES}).encode() + b"\n")
     grade = grader.grade(ROOT / "lumen", seed=3)
     assert grade.score == 100, [r.message for r in grade.results if not r.passed]
+
+
+# --- the loader runs the text the rules read ---------------------------------------------------
+# An encoding declaration makes Python's import system decode a file's bytes its own way: in
+# UTF-7 ``+AAo-`` is a newline, in (raw_)unicode_escape ``\u000a`` is. A comment the rules read
+# as a comment would then hide a line that runs. The loader compiles the text the grader sent
+# (the submission decoded once, as UTF-8), so what runs binds exactly what the rules read.
+
+#: Each codec Python accepts in a declaration, with the ways it spells a newline inside text
+#: that reads as ASCII (UTF-8) to the rules.
+NEWLINES = {
+    "utf-7": ["+AAo-", "+AA0ACg-", "+AAoACg-"],
+    "unicode_escape": ["\\n", "\\u000a", "\\x0a", "\\012", "\\r\\n"],
+    "raw_unicode_escape": ["\\u000a", "\\U0000000a", "\\u000d\\u000a"],
+}
+DECLARATIONS = ["# -*- coding: {} -*-", "# vim: set fileencoding={} :", "# coding={}",
+                "#!/usr/bin/env python\n# -*- coding: {} -*-"]
+
+
+def _smuggling(rng, case: int) -> tuple[str, str]:
+    """A module (its text, as the grader reads it) with a declaration and, in comments, lines
+    that only a decoder honouring it would run; and the name those lines would bind."""
+    codec = rng.choice(sorted(NEWLINES))
+    hidden = f"HIDDEN_{case}"
+    payload = rng.choice([f"{hidden} = 1", f"import gc as {hidden}", f"def {hidden}(): pass",
+                          f"from math import pi as {hidden}"])
+    lines = [rng.choice(DECLARATIONS).format(codec), f"SEEN_{case} = 1"]
+    for _ in range(rng.randint(1, 3)):
+        escape = rng.choice(NEWLINES[codec])
+        lines.insert(rng.randint(1, len(lines)),
+                     rng.choice(["# note", f"X_{case} = 2  # note", "    # note"]).split("#")[0]
+                     + f"# a comment{escape}{payload}")
+    return "\n".join(lines) + "\n", hidden
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_file_runs_as_the_text_the_rules_read_whatever_it_declares(seed, tmp_path):
+    import random
+
+    rng = random.Random(seed)
+    cases = [_smuggling(rng, case) for case in range(40)]
+    for text, hidden in cases:  # the attack is real: Python's own import would run it
+        path = tmp_path / "plain.py"
+        path.write_text(text, encoding="utf-8")
+        spec = importlib.util.spec_from_file_location("plain", path)
+        module = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(module)
+        except SyntaxError:  # a comment line indented into a block of its own
+            continue
+        assert hidden in vars(module), text
+    files = {f"m{i}.py": text for i, (text, _) in enumerate(cases)}
+    (tmp_path / "cases.json").write_text(json.dumps(files))
+    printed = _in_the_folder(f'''
+        import ast, json, os
+        import loader
+        folder = {str(tmp_path)!r}
+        files = json.load(open(os.path.join(folder, "cases.json")))
+        for name, text in files.items():
+            with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
+                f.write(text)  # as isolation.write_files writes them
+        modules = [name[:-3] for name in files]
+        request = {{"modules": modules, "owns": {{m: [] for m in modules}},
+                    "foreign": {{m: [] for m in modules}}, "files": files,
+                    "given": {{m: "" for m in modules}}}}
+        loaded, errors = loader.load(folder, request)
+        for name, text in files.items():
+            m = name[:-3]
+            bound = sorted(n for n in vars(loaded[m]) if not n.startswith("__"))
+            read = sorted({{t.id for node in ast.parse(text).body if isinstance(node, ast.Assign)
+                           for t in node.targets}})
+            print(json.dumps([m, bound, read, m in errors]))
+    ''')
+    rows = [json.loads(line) for line in printed]
+    assert len(rows) == len(cases)
+    for (module, bound, read, failed), (_, hidden) in zip(rows, cases, strict=True):
+        assert not failed and hidden not in bound and bound == read, (module, bound, read)

@@ -23,6 +23,8 @@ import tracemalloc
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from autograder.boundary import replies
 from autograder.boundary.clean import clean
@@ -111,6 +113,12 @@ MALFORMED_MESSAGES = {
                                                                "bytes": None}])),
     "a descriptor with a field more": _message(_head({"tensor": 0}, [{**F32, "x": 1}]),
                                                bytes(16)),
+    "an empty tensor whose size overflows": _message(_head({"tensor": 0}, [
+        {**F32, "shape": [2 ** 62 - 1, 2 ** 62 - 1, 0], "bytes": 0}])),
+    "a meta tensor whose size overflows": _message(_head({"tensor": 0}, [
+        {**F32, "shape": [2 ** 31, 2 ** 31, 2 ** 31], "device": "meta", "bytes": None}])),
+    "a meta tensor one element past torch's largest": _message(_head({"tensor": 0}, [
+        {**F32, "shape": [((1 << 63) - 1) // 4 + 1], "device": "meta", "bytes": None}])),
     "too few tensor bytes": _message(_head({"tensor": 0}, [F32]), bytes(8)),
     "trailing bytes": _message(_head(1), b"xyz"),
     "a header without tensors": _message({"value": 1}),
@@ -129,6 +137,58 @@ MALFORMED_MESSAGES = {
 def test_malformed_messages_are_protocol_errors(name):
     with pytest.raises(ProtocolError):
         protocol.decode(MALFORMED_MESSAGES[name])
+
+
+#: Dimensions a hostile descriptor may name: empty, small, at torch's edges and past them.
+DIMENSIONS = st.one_of(st.integers(0, 4), st.sampled_from(
+    [0, 1, 2 ** 31, 2 ** 32 + 1, 2 ** 61 - 1, 2 ** 61, 2 ** 62 - 1, ((1 << 63) - 1) // 16]),
+    st.integers(0, 2 ** 62 - 1))
+
+
+@settings(max_examples=300, deadline=None)
+@given(dtype=st.sampled_from(sorted(protocol.DTYPES)),
+       shape=st.lists(DIMENSIONS, max_size=70),
+       meta=st.booleans(), extra=st.sampled_from([0, 0, 1, -1]))
+def test_any_descriptor_is_a_tensor_torch_holds_or_a_protocol_error(dtype, shape, meta, extra):
+    """Huge, many and empty dimensions, on the meta device or with their bytes (as many as
+    the shape needs, or one more or less): decoding gives a tensor torch can hold (a meta
+    tensor can be made of that shape) or a ProtocolError, never another exception (torch's
+    "Storage size calculation overflowed" was one)."""
+    itemsize = protocol.DTYPES[dtype].itemsize
+    numel = math.prod(shape)
+    nbytes = None if meta else numel * itemsize + extra
+    blob = bytes(nbytes + -nbytes % protocol.ALIGN) if nbytes is not None and \
+        0 <= nbytes <= (1 << 16) else b""
+    message = _message(_head({"tensor": 0}, [
+        {"dtype": dtype, "shape": shape, "device": "meta" if meta else "cpu",
+         "bytes": nbytes}]), blob)
+    try:
+        value = protocol.decode(message)
+    except ProtocolError:
+        return
+    torch.empty(list(value.shape), dtype=value.dtype, device="meta")  # torch can hold it
+    assert list(value.shape) == shape and (meta or value.numel() == numel)
+
+
+@pytest.mark.parametrize("failure", [MemoryError, RecursionError, RuntimeError, OverflowError,
+                                     IndexError])
+def test_any_failure_while_reading_a_message_is_a_protocol_error(monkeypatch, failure):
+    """Whatever goes wrong while a header is read or its tensors are built is the message's
+    fault: a ProtocolError (the learner's mistake), never another exception in the grader."""
+    message = _message(_head({"tensor": 0}, [F32]), bytes(16))
+    assert isinstance(protocol.decode(message), torch.Tensor)
+    for where in ("frombuffer", "loads"):
+        module = torch if where == "frombuffer" else json
+
+        def fail(*args, **kwargs):
+            raise failure("raised while reading")
+
+        with monkeypatch.context() as patched:
+            patched.setattr(module, where, fail)
+            with pytest.raises(ProtocolError):
+                protocol.decode(message)
+            result, _, _ = _hostile_recv(_framed(message))
+            assert isinstance(result, ProtocolError), result
 
 
 def _hostile_recv(framed: bytes, seconds: float = 10.0) -> tuple[object, float, int]:
@@ -510,6 +570,14 @@ WIRE_ATTACKS = {
         '"device": "cpu"}, "sizes": [4]}, b"\\0" * 4)'),
     "60 MB of tensor bytes no header describes": _raw(
         '_framed(_reply({"out": 1}), b"\\0" * (60 << 20))'),
+    "an empty tensor whose size overflows when allocated": _raw(
+        '_framed({"value": {"dict": {"value": {"dict": {"out": {"tensor": 0}}}, '
+        '"seconds": 0.1}}, "tensors": [{"dtype": "float32", "shape": [2 ** 62 - 1, '
+        '2 ** 62 - 1, 0], "device": "cpu", "bytes": 0}]})'),
+    "a meta tensor of 2 ** 93 elements": _raw(
+        '_framed({"value": {"dict": {"value": {"dict": {"out": {"tensor": 0}}}, '
+        '"seconds": 0.1}}, "tensors": [{"dtype": "float32", "shape": [2 ** 31] * 3, '
+        '"device": "meta", "bytes": None}]})'),
     "a reply replaced wholesale by a number": _raw('_framed({"value": 42, "tensors": []})'),
     "a reply that is a bare dict": _raw('_framed({"value": {"out": 1}, "tensors": []})'),
     "a reply whose value is a list": _raw('_framed(_reply([1, 2, 3]))'),

@@ -6,13 +6,17 @@ in dependency order (``request["modules"]``, from lumen.stages.SUBMISSION_FILES:
 keeps no copy), which functions the graded stage owns and which the other stages own (those
 are replaced by public scaffolds, scaffolds.py), and the learner's stubs (the given code,
 pinned by given.py, and the fallback for a module that cannot be imported). No reference
-source is involved.
+source is involved. The learner's files run from the text in the request, the text the
+grader's rules read (``Checked``), never from their bytes on disk.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.abc
+import importlib.machinery
 import importlib.util
+import linecache
 import os
 import sys
 import traceback
@@ -89,6 +93,31 @@ def _transplant(target: types.ModuleType, module: str, foreign: list[str],
         change.set(holder, name, value)
         if record is not None:
             record[f"{module}:{qualname}"] = change
+
+
+class Checked(importlib.abc.Loader):
+    """Runs a learner's file from the text the grader's rules read (``request["files"]``,
+    the submission decoded once, as UTF-8, in the grader), never from its bytes on disk: the
+    import system would decode those by the file's own encoding declaration (``# -*- coding:
+    utf-7 -*-``), and run text the rules never saw (a comment holding ``+AAo-``, a newline in
+    UTF-7, then a line of code). ``compile`` of a str ignores the declaration, as ``ast.parse``
+    does in lumen/rules.py: both read the same characters. Its lines are what tracebacks
+    quote (``linecache``) and what ``get_source`` returns."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
+        return None  # the default module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        path = module.__spec__.origin
+        # mtime None: linecache never checks the file against it, nor reads the file instead
+        linecache.cache[path] = (len(self.text), None, self.text.splitlines(True), path)
+        exec(compile(self.text, path, "exec", dont_inherit=True), module.__dict__)
+
+    def get_source(self, fullname: str) -> str:
+        return self.text
 
 
 def _absent(module: str, name: str) -> type:
@@ -223,9 +252,10 @@ def load(submission: str, request: dict) -> tuple[dict, dict]:
         foreign = request["foreign"].get(name, [])
         owned = request["owns"].get(name, [])
         try:
-            if not os.path.isfile(path):
+            text = request.get("files", {}).get(f"{name}.py")
+            if not isinstance(text, str) or not os.path.isfile(path):
                 raise FileNotFoundError(f"{name}.py is missing from the submission")
-            spec = importlib.util.spec_from_file_location(full, path)
+            spec = importlib.util.spec_from_file_location(full, path, loader=Checked(text))
             module = importlib.util.module_from_spec(spec)
             sys.modules[full] = module
             spec.loader.exec_module(module)

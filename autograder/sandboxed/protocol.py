@@ -15,8 +15,9 @@ whitelisted dtypes: nothing in it can execute code. The peer may be hostile (lea
 can write anything to its socket), so ``recv`` reads against one absolute deadline; refuses,
 before building anything, a message bigger than ``MAX_MESSAGE``, a header bigger than
 ``MAX_HEADER`` or of more than ``MAX_ITEMS`` values, and tensor bytes its descriptors do not
-account for; refuses a value nested deeper than ``MAX_DEPTH``; and reads tensor bytes once,
-into the buffer the tensors then use.
+account for, or a shape whose size overflows (``MAX_STORAGE``); refuses a value nested deeper
+than ``MAX_DEPTH``; and reads tensor bytes once, into the buffer the tensors then use. Any
+other failure while a message is read is a ProtocolError too (``_read_safely``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ MAX_HEADER = 1 << 20  # bytes of header JSON; an honest one is at most ~4 KB
 MAX_DEPTH = 64  # JSON nesting; an honest header nests at most ~45 (``_encode``'s 20 levels)
 MAX_ITEMS = 100_000  # JSON values in a header; an honest one has at most ~300
 MAX_STRING = 4000  # characters kept of a message from learner code (an exception's)
+#: The largest tensor torch can describe, in bytes: its storage size, computed with each
+#: dimension of 0 counted as 1 (as torch computes strides), must fit an int64.
+MAX_STORAGE = (1 << 63) - 1
 ALIGN = 16  # each tensor's bytes start at a multiple of this: complex128's itemsize
 CHUNK = 1 << 20  # bytes asked of one recv
 
@@ -192,9 +196,12 @@ def _descriptor(d: object) -> dict:
     if dtype is None or type(shape) is not list or type(d["device"]) is not str \
             or not all(type(s) is int and 0 <= s < 1 << 62 for s in shape) or len(shape) > 64:
         raise ProtocolError(f"a bad tensor descriptor: {str(d)[:200]}")
-    numel = 1
-    for s in shape:
-        numel = min(numel * s, 1 << 62)  # a meta tensor may be huge; it holds no bytes
+    numel, storage = 1, dtype.itemsize
+    for s in shape:  # exact (Python's integers), stopping once past what torch can hold
+        numel, storage = numel * s, storage * max(s, 1)
+        if storage > MAX_STORAGE:
+            raise ProtocolError(f"a tensor shape whose size overflows (torch could never "
+                                f"hold it, even with a dimension of 0): {str(d)[:200]}")
     if nbytes is not None and (type(nbytes) is not int
                                or nbytes != numel * dtype.itemsize):
         raise ProtocolError(f"tensor bytes that do not match its shape: {str(d)[:200]}")
@@ -258,6 +265,19 @@ def _build(value: object, descriptors: list[dict], blobs: bytearray) -> object:
     return result
 
 
+def _read_safely(step, *args: object) -> object:
+    """``step(*args)`` (reading a header, building its value): whatever goes wrong there is
+    the message's fault, a ProtocolError, never another exception (torch refusing a shape,
+    memory, recursion): no reply can raise anything else in the grader."""
+    try:
+        return step(*args)
+    except ProtocolError:
+        raise
+    except Exception as error:  # noqa: BLE001 - every failure on hostile input, as one kind
+        raise ProtocolError(f"a message that could not be read ({type(error).__name__}: "
+                            f"{str(error)[:200]})") from error
+
+
 def decode(data: bytes) -> object:
     """The value in one message (the inverse of ``encode``)."""
     if len(data) < 4:
@@ -265,10 +285,10 @@ def decode(data: bytes) -> object:
     (n,) = struct.unpack(">I", data[:4])
     if n > MAX_HEADER or 4 + n > len(data):
         raise ProtocolError(f"a header of {n:,} bytes in a message of {len(data):,}")
-    value, descriptors = _header(data[4 : 4 + n])
+    value, descriptors = _read_safely(_header, data[4 : 4 + n])
     if 4 + n + _blob_bytes(descriptors) != len(data):
         raise ProtocolError("tensor bytes that do not add up to the message")
-    return _build(value, descriptors, bytearray(data[4 + n :]))
+    return _read_safely(_build, value, descriptors, bytearray(data[4 + n :]))
 
 
 def _wait(sock, deadline: float | None) -> None:
@@ -304,7 +324,8 @@ def recv(sock, deadline: float | None = None) -> object:
     if total > MAX_MESSAGE or n > MAX_HEADER or 4 + n > total:
         raise ProtocolError(f"a message of {total:,} bytes with a header of {n:,} (at most "
                             f"{MAX_MESSAGE:,} and {MAX_HEADER:,})")
-    value, descriptors = _header(bytes(_read(sock, n, deadline)))
+    value, descriptors = _read_safely(_header, bytes(_read(sock, n, deadline)))
     if 4 + n + _blob_bytes(descriptors) != total:
         raise ProtocolError("tensor bytes that do not add up to the message")
-    return _build(value, descriptors, _read(sock, total - 4 - n, deadline))
+    blobs = _read(sock, total - 4 - n, deadline)
+    return _read_safely(_build, value, descriptors, blobs)
