@@ -165,11 +165,11 @@ prairielearn: setup          ## build/prairielearn/: the question (info.json, qu
 	  --image $(call quote,$(IMAGE)) --visibility $(call quote,$(PL_VISIBILITY)) \
 	  $(if $(PL_TORCH),--torch $(call quote,$(PL_TORCH)))
 
+# nbgrade's options, each only when given (so the command make prints has no empty lines)
+NBGRADE_OPTIONS = $(if $(DUE), --due $(call quote,$(DUE)))$(if $(LATE_PENALTY), --late-penalty $(call quote,$(LATE_PENALTY)))
 nbgrade: setup               ## grade SUBMISSIONS (a folder per learner, or nbgrader collect's submitted/) through nbgrader, in build/nbgrader (DUE=, LATE_PENALTY=none|zero)
 	@test -n $(call quote,$(SUBMISSIONS)) || { echo "make nbgrade SUBMISSIONS=DIR: a folder of learners' folders, or the submitted/ folder nbgrader collect or zip_collect wrote"; exit 2; }
-	$(PY) -m autograder nbgrade $(call quote,$(SUBMISSIONS)) --sandbox $(call quote,$(SANDBOX)) \
-	  $(if $(DUE),--due $(call quote,$(DUE))) \
-	  $(if $(LATE_PENALTY),--late-penalty $(call quote,$(LATE_PENALTY)))
+	$(PY) -m autograder nbgrade $(call quote,$(SUBMISSIONS)) --sandbox $(call quote,$(SANDBOX))$(NBGRADE_OPTIONS)
 
 handout: setup               ## build/handout.zip: what learners receive (exercises/, README)
 	$(PY) -m solutions.handout --out build/handout.zip
