@@ -284,9 +284,10 @@ def _write(folder: Path, files: dict[Path, str]) -> Path:
 
 
 def _environment() -> dict[str, str]:
+    # a reader's shell: not this test run's pytest, make (make test runs us) or lumen settings
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PYTEST", "LUMEN_", "COV_")) and k not in ("PYTHONPATH",
-                                                                            "MAKEFLAGS", "MFLAGS")}
+           if not k.startswith(("PYTEST", "LUMEN_", "COV_", "MAKE", "MFLAGS"))
+           and k != "PYTHONPATH"}
     env["PATH"] = f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}"
     env["VIRTUAL_ENV"] = str(VENV_BIN.parent)
     env["MPLBACKEND"] = "Agg"

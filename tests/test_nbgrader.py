@@ -573,8 +573,8 @@ def test_make_nbgrade_runs_the_command():
         ".venv/bin/python", "-m", "autograder", "nbgrade", "class", "--sandbox", "bwrap"]
     assert _make_nbgrade(SUBMISSIONS="class", DUE=DUE, LATE_PENALTY="zero", SANDBOX="x")[4:] == [
         "class", "--sandbox", "x", "--due", DUE, "--late-penalty", "zero"]
-    bare = subprocess.run(["make", "-o", "setup", "nbgrade"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=60)
+    bare = subprocess.run(["make", "--no-print-directory", "-o", "setup", "nbgrade"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)  # as under make test too
     assert bare.returncode == 2 and bare.stdout.startswith("make nbgrade SUBMISSIONS=DIR: "), bare
 
 
