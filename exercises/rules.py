@@ -5,11 +5,7 @@
 The grader runs your code on fresh inputs and compares the results with PyTorch's, but whether
 a stage's built-in ran cannot be seen from results, so two tests (stage 'embedding''s "written
 by hand" and stage 'onehot''s) also read embeddings.py, params.py and gpt2.py, without running
-them, with this checker. So does every check of stage 'tying': the tie is judged through the
-given code (GPT2.forward, nn.Linear) and through what the grader's own code reads of your model
-(one table, counted once), both of which hold only while your files leave torch as it is and
-reach nothing of the running program (rules 2 and 3). Every other test looks only at what your
-code computes.
+them, with this checker. Every other test looks only at what your code computes.
 
 1. **Banned built-ins** (``BANS``). Stage 'embedding' bans PyTorch's own lookup (nn.Embedding,
    F.embedding, torch.embedding, F.embedding_bag, nn.EmbeddingBag, torch.ops.aten.embedding)
@@ -141,7 +137,7 @@ WHY["unreadable"] = (
     f"deep, {MAX_NODES:,} parts in all) or as Python parses it, and this one is past them, so "
     "it cannot tell what the file calls: write it plainly")
 #: The kinds that make a verdict read from the source unprovable: each "written by hand" test
-#: applies all, and so does every check of stage 'tying' (autograder/suites/bans.py).
+#: applies all (autograder/suites/bans.py).
 EVASIONS: tuple[str, ...] = ("code", "names", "program", "torch", "star", "relative", "import",
                              "redirect", "unreadable")
 

@@ -68,9 +68,8 @@ grader's checks call as it is: setting or deleting an attribute of its modules o
 (``F.linear = ...``, ``torch.Tensor.x = ...``, ``nn.Linear.forward = ...``, ``setattr(F,
 'linear', f)``) or handing one of its modules on as a value (``f(F)``, ``self.F = F``);
 and a file the grader cannot read within its limits (an expression nested more than 100
-deep, more than 100,000 parts). The two "written by hand" tests depend on this, and so does
-every check of stage 'tying' (the tie is judged through the given code and what the
-grader's code reads of your model); every other test looks at what your code computes.
+deep, more than 100,000 parts). Only the two "written by hand" tests depend on this; every
+other test looks at what your code computes.
 Comments, strings and the bodies of ``if __name__ == "__main__":``, ``if TYPE_CHECKING:``
 (after ``from typing import TYPE_CHECKING`` at the top) and ``if False:`` are not read, as
 long as nothing in your files rebinds those names, so a self-check against F.one_hot may live
