@@ -161,3 +161,125 @@ def test_rows_are_unique():
     seen = [(p.function, fold(p.says), p.hidden) for p in ALL]
     repeated = sorted({row for row in seen if seen.count(row) > 1})
     assert not repeated, f"rows given twice: {repeated}"
+
+
+#: An example a docstring states: a worked call or a number it promises for one.
+_EXAMPLE = re.compile(r">>>|\b[Ee]xample\b|\be\.g\.|\d{1,3}(,\d{3}){2,}")
+#: What a docstring says when its tensor argument may be 0-d, and when it may be empty.
+_ZERO_D = re.compile(r"any shape|0-d")
+_ANY_LEADING = re.compile(r"any shape|\(\.\.\.")
+
+
+def _owned_object(owned: str) -> tuple[object, object]:
+    """The function behind ``"module:Qualified.name"`` and the class that holds it (or None)."""
+    module_name, qualname = owned.split(":")
+    holder: object = None
+    target: object = importlib.import_module(f"lumen.{module_name}")
+    for part in qualname.split("."):
+        holder, target = target, inspect.getattr_static(target, part)
+    if isinstance(target, property):
+        target = target.fget
+    if isinstance(target, staticmethod | classmethod):
+        target = target.__func__
+    return target, holder if inspect.isclass(holder) else None
+
+
+def applicable(owned: str) -> set[str]:
+    """The EDGES classes that apply to an owned function, from its signature and docstring:
+
+    - every tensor argument: "size-1" and "devices"; "0-d" where the docstring lets it have
+      any shape or says 0-d, "empty" where it has any leading dimensions (``(...)``); token ids (``ids``): "integer dtypes"; any other tensor: "float
+      dtypes", and "mixed dtypes" where two of them meet (``a`` and ``b``; ``E`` and a query);
+    - a method of a record (a dataclass, ``ParamCount``), or a record argument: "by hand";
+    - an argument with a default: "defaults";
+    - a docstring that states an example (a worked call, a number like 124,439,808):
+      "examples";
+    - a method of an nn.Module that makes or fills tensors (``init_weights``,
+      ``reset_parameters``, ``tie_weights``, ``scale_output``): "devices".
+    """
+    import dataclasses
+
+    import torch
+
+    function, holder = _owned_object(owned)
+    doc = docstring(owned)
+    found: set[str] = set()
+    if owned.endswith("__init__") and holder is not None:
+        function = holder.__init__
+    signature = inspect.signature(function)
+    floats = 0
+    for name, parameter in signature.parameters.items():
+        if name in ("self", "cls"):
+            continue
+        annotation = str(parameter.annotation)
+        if parameter.default is not inspect.Parameter.empty:
+            found.add("defaults")
+        if "Tensor" in annotation:
+            found |= {"size-1", "devices"}
+            if _ZERO_D.search(doc):
+                found.add("0-d")
+            if _ANY_LEADING.search(doc):
+                found.add("empty")
+            if name == "ids":
+                found.add("integer dtypes")
+            else:
+                found.add("float dtypes")
+                floats += 1
+        if "ParamCount" in annotation:
+            found.add("by hand")
+    if floats >= 2:
+        found.add("mixed dtypes")
+    if holder is not None and dataclasses.is_dataclass(holder):
+        found.add("by hand")
+    if (holder is not None and issubclass(holder, torch.nn.Module)
+            and function.__name__ in ("init_weights", "reset_parameters", "tie_weights",
+                                      "scale_output")):
+        found.add("devices")
+    if _EXAMPLE.search(doc):
+        found.add("examples")
+    return found
+
+
+@pytest.mark.parametrize("name", STAGE_NAMES)
+def test_every_edge_class_that_applies_is_sent(name):
+    """For each function the stage owns, every class of ``EDGES`` that applies to it
+    (``applicable``) is named by one of its rows, and every row names only known classes."""
+    from autograder.suites.promises import EDGES
+
+    rows = stage_promises(name)
+    problems = []
+    for row in rows:
+        unknown = set(row.edges) - set(EDGES)
+        if unknown:
+            problems.append(f"{row.function} ({row.says!r}): unknown edge classes "
+                            f"{sorted(unknown)}; the classes are {sorted(EDGES)}")
+    for function in stage(name).owns:
+        sent = {edge for row in rows if row.function == function for edge in row.edges}
+        for missing in sorted(applicable(function) - sent):
+            problems.append(f"{function}: no row sends {missing!r} ({EDGES[missing]}): add it "
+                            f"to the edges of the row whose check sends it, in "
+                            f"autograder/suites/promises/{name}.py")
+    assert not problems, f"stage {name!r}:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("name", STAGE_NAMES)
+def test_every_row_names_a_mutant_that_exists(name):
+    """Each row names its mutant: a MISTAKES entry of tests/variants/<stage>.py that breaks
+    that promise alone (``make promise-mutants`` grades each on every stage)."""
+    variants = importlib.import_module(f"tests.variants.{name}")
+    problems = [f"{row.function} ({row.says!r}): " + (
+                    "name its mutant (mutant=...), the MISTAKES entry that breaks it alone"
+                    if not row.mutant else
+                    f"its mutant {row.mutant!r} is not in tests/variants/{name}.py's MISTAKES")
+                for row in stage_promises(name) if row.mutant not in variants.MISTAKES]
+    assert not problems, f"stage {name!r}:\n" + "\n".join(problems)
+
+
+def test_applicable_edges_follow_the_signature():
+    """The rules of ``applicable``, on functions of every kind (so a bug cannot hide a class)."""
+    assert applicable("embeddings:Embedding.forward") >= {
+        "size-1", "0-d", "empty", "integer dtypes", "devices"}
+    assert applicable("embeddings:cosine_similarity") >= {
+        "size-1", "float dtypes", "mixed dtypes", "defaults", "devices"}
+    assert "by hand" in applicable("params:ParamCount.memory_bytes")
+    assert {"defaults", "examples"} <= applicable("params:count_params")

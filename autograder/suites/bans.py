@@ -12,8 +12,13 @@ could silence it or fill it with anything, so it never decides a point. When the
 already fails the test, it says whether the built-in also ran.
 
 Each test names what it needs (``Check``): the ban it enforces, the rules it applies and the
-files it reads; only these two tests depend on the rules, every other test earns its points
-from values.
+files it reads.
+
+**Certified observations** (``certify``). A check that observes something only the learner's
+process can see (the ids left unchanged, a registered Parameter, one shared table) earns its
+points when the same rules, without any stage's ban, find nothing in the files that could
+reach into that process: then the cheapest way to pass is to keep the promise. A learner whose
+source is clean loses nothing to it; every other check earns its points from values.
 """
 
 from __future__ import annotations
@@ -48,16 +53,18 @@ EMBEDDING = Check("test_no_builtin_embedding", "embedding", ("banned", *rules.EV
 ONEHOT = Check("test_one_hot_written_by_hand", "onehot", ("banned", *rules.EVASIONS),
                rules.FILES)
 CHECKS = {check.test: check for check in (EMBEDDING, ONEHOT)}
+#: What ``certify`` applies: every way to reach into the learner's process, no ban.
+CERTIFIED = Check("(observed in your process)", "", rules.EVASIONS, rules.FILES)
 
 
 def findings(files: Mapping[str, str], check: Check) -> list[rules.Finding]:
     """What ``check`` finds in the submitted ``files``: the verdict, from the source alone."""
-    found = _read(tuple(sorted(files.items())), check.ban, check.files)
+    found = _read(tuple(sorted(files.items())), check.ban or None, check.files)
     return [f for f in found if f.kind in check.kinds]
 
 
-@functools.lru_cache(maxsize=8)
-def _read(files: tuple[tuple[str, str], ...], ban: str,
+@functools.lru_cache(maxsize=16)
+def _read(files: tuple[tuple[str, str], ...], ban: str | None,
           among: tuple[str, ...]) -> tuple[rules.Finding, ...]:
     """``rules.check`` (a function of the text alone: ~60 ms a check), kept for the next call
     with the same files: ``prefetch`` reads them before the grader forks."""
@@ -71,6 +78,7 @@ def prefetch(files: Mapping[str, str], stages: list[str] | None = None) -> None:
     for check in CHECKS.values():
         if stages is None or check.ban in stages:
             findings(files, check)
+    findings(files, CERTIFIED)
 
 
 def judge(files: Mapping[str, str], check: Check, reply: Mapping, lesson: str) -> None:
@@ -92,4 +100,19 @@ def judge(files: Mapping[str, str], check: Check, reply: Mapping, lesson: str) -
             f"{rules.BANS[check.ban].what} without naming it{seen}: "
             f"{rules.explain(refused, limit=3)}. Remove it (see {RULES}): only the \"written "
             "by hand\" tests depend on it"
+        )
+
+
+def certify(files: Mapping[str, str], what: str) -> None:
+    """Pass when the submitted ``files`` hold no way to reach into the learner's process (the
+    rules' refusals, ``rules.EVASIONS``, no ban): then ``what``, which that process observed
+    and the check found right, can be trusted. Else a Mistake naming the lines: a check calls
+    this last, once the observation itself has passed."""
+    refused = findings(files, CERTIFIED)
+    if refused:
+        raise Mistake(
+            f"{what} looked right, but it was seen inside your process and the grader refuses "
+            f"code in your files that could change what that process sees: "
+            f"{rules.explain(refused, limit=3)}. Remove it (see {RULES}): a check that reads "
+            "what your code's process reports depends on these rules"
         )

@@ -6,6 +6,12 @@ the docstring sentence it stands for, the inputs the hidden check sends, the hid
 checks it (``autograder/suites/test_<stage>.py::test_name``) and the visible test that exercises
 it on other inputs (``exercises/tests/test_<stage>.py::test_name``). ``tests/test_promises.py``
 fails when a docstring promise has no row, or a row names a check that does not exist.
+
+Each row also names the **edge classes** its check sends (``EDGES``: the inputs where a
+plausible mistake bites, a size-1 dimension, a dtype other than float64, a record built by
+hand, ...) and its **mutant**: the known mistake in ``tests/variants/<stage>.py``'s MISTAKES that
+breaks this promise alone. ``tests/test_promises.py`` fails when an owned function lacks a class
+that applies to it; ``make promise-mutants`` grades every mutant on every stage.
 """
 
 from __future__ import annotations
@@ -25,6 +31,28 @@ class Promise:
     inputs: str  # what the hidden check sends: dtypes, shapes, devices, argument forms
     hidden: str  # "test_embedding.py::test_lookup_every_shape" (autograder/suites/)
     visible: str  # "test_embedding.py::test_lookup" (exercises/tests/)
+    edges: tuple[str, ...] = ()  # the EDGES classes its hidden check sends
+    mutant: str = ""  # the MISTAKES entry of tests/variants/<stage>.py that breaks it alone
+
+
+#: The classes of input where a plausible mistake bites, which a check must send when they
+#: apply to its function (``tests/test_promises.py`` says when each applies).
+EDGES: dict[str, str] = {
+    "size-1": "a size-1 dimension in every position of every tensor argument (a squeeze() "
+              "turns ids of shape (1, 3) into (3, d))",
+    "0-d": "a 0-d tensor, where the function takes any shape",
+    "empty": "a tensor with no elements, where the function takes any shape",
+    "float dtypes": "every float dtype the docstring allows (float16, bfloat16, float32, "
+                    "float64), each kept where it is promised",
+    "mixed dtypes": "two tensor arguments of different float dtypes, where the signature "
+                    "allows them",
+    "integer dtypes": "every integer dtype ids may have (int8, int16, int32, int64, uint8)",
+    "by hand": "a record built by hand, its fields disagreeing with any config",
+    "defaults": "every default argument left out",
+    "examples": "every example the docstring states, run as a check",
+    "devices": "the device pass seeing any tensor not on the inputs' device (a tensor made "
+               "on a fixed device, a result left on the CPU)",
+}
 
 
 def stage_promises(stage: str) -> list[Promise]:
