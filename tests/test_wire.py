@@ -830,3 +830,35 @@ def test_a_transposed_head_of_any_reported_shape_is_a_verdict(shape):
 
     mistake = test_tying._transposed_mistake("the tie", {"head_shape": shape, "transposed": True})
     assert f"shape {tuple(shape)}" in str(mistake) and "transposed table" in str(mistake)
+
+
+def test_builtin_bases_are_read_without_running_the_learners_code():
+    """An exception's built-in classes, for ``feedback.is_one_of``: a subclass of IndexError
+    names IndexError; a class merely called IndexError does not; a metaclass whose attribute
+    lookup raises, or that lies about ``__module__``, neither runs nor fools the reading."""
+    from autograder.sandboxed.protocol import builtin_bases
+    from autograder.suites.feedback import is_one_of
+
+    class TokenIndexError(IndexError):
+        pass
+
+    class IndexError_(Exception):  # noqa: N801 - a learner's look-alike
+        pass
+
+    IndexError_.__qualname__, IndexError_.__module__ = "IndexError", "builtins"
+
+    class Loud(type):
+        def __getattribute__(cls, name):
+            raise RuntimeError("ran the learner's metaclass")
+
+    class Quiet(Exception, metaclass=Loud):
+        pass
+
+    assert builtin_bases(TokenIndexError())[:3] == ["IndexError", "LookupError", "Exception"]
+    assert "IndexError" not in builtin_bases(IndexError_())
+    assert builtin_bases(Quiet()) == ["Exception", "BaseException", "object"]
+    assert is_one_of({"type": "TokenIndexError", "bases": builtin_bases(TokenIndexError())},
+                     ("IndexError",))
+    assert not is_one_of({"type": "IndexError", "bases": builtin_bases(IndexError_())},
+                         ("IndexError",))
+    assert is_one_of({"type": "IndexError"}, ("IndexError",))  # no bases reported: by name

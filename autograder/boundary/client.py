@@ -60,16 +60,18 @@ class Outcome:
 def error_dict(value: object, files: dict[str, str]) -> dict:
     """An exception as the worker describes it, whatever the learner's process sent: always
     ``type`` and ``message`` strings, ``where`` a list of strings (only frames quoting the
-    learner's own ``files``: ``submission.learner_frames``), ``not_implemented`` a bool."""
+    learner's own ``files``: ``submission.learner_frames``), ``bases`` the built-in classes
+    it is an instance of (at most 20 short names), ``not_implemented`` a bool."""
 
     value = value if isinstance(value, dict) else {}
-    where = value.get("where")
+    where, bases = value.get("where"), value.get("bases")
     kind, message = str(value.get("type", "an unknown exception")), str(value.get("message", ""))
     return {
         "type": kind,
         "message": message,
         "where": learner_frames([str(w) for w in where], files) if isinstance(where, list)
         else [],
+        "bases": [str(b)[:200] for b in bases[:20]] if isinstance(bases, list) else [],
         # decided here, from the message, by the one reader of stub messages
         "not_implemented": kind == "NotImplementedError" and is_stub_message(message),
     }

@@ -112,9 +112,10 @@ def problem(value: object, schema: object, path: str = "reply") -> str | None:
 
 #: The learner's exception as the worker describes it (``loader.error_data``); the worker's own
 #: "could not be sent back" adds ``not_implemented``.
-ERROR = {"type": str, "message": str, "where": [str], "not_implemented?": bool}
+ERROR = {"type": str, "message": str, "where": [str], "bases?": [str],
+         "not_implemented?": bool}
 #: An exception caught inside a probe (``probes._attempt``, ``probes._refusal``).
-REFUSAL = {"error": str, "message": str}
+REFUSAL = {"error": str, "message": str, "bases?": [str]}
 
 
 def attempt(schema: object) -> OneOf:

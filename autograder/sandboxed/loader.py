@@ -50,6 +50,9 @@ def error_data(exc: BaseException, files: tuple[str, ...] = ()) -> dict:
         message = "<an exception whose message could not be read>"
     return {
         "type": protocol.type_name(exc),
+        # the built-in classes it is an instance of: a TokenIndexError(IndexError) is caught
+        # by every ``except IndexError``, so it keeps that promise (feedback.expect_error)
+        "bases": protocol.builtin_bases(exc),
         "message": message[: protocol.MAX_STRING],
         "where": frames[-5:],  # whether it is a stub's is read from the message, by the grader
     }

@@ -161,9 +161,21 @@ def check_signature(outcome: Outcome, what: str, stub: str) -> None:
         )
 
 
+def is_one_of(error: dict, kinds: tuple[str, ...]) -> bool:
+    """Whether the learner's exception ``error`` is an instance of one of the built-in
+    ``kinds``: a built-in class it is or derives from. A class of the learner's own that is
+    merely called ``IndexError`` is not one: ``except IndexError`` would not catch it."""
+    bases = error.get("bases")
+    if bases:  # the learner's process named them: its class and the built-ins it derives from
+        return any(b in kinds for b in bases)
+    return error.get("type") in kinds
+
+
 def expect_error(outcome: Outcome, what: str, kinds: tuple[str, ...], why: str,
                  module: str | None = None) -> dict:
-    """The learner's exception, which must be one of ``kinds``; a Mistake otherwise."""
+    """The learner's exception, which must be an instance of one of ``kinds`` (a subclass
+    keeps the promise: every ``except IndexError`` catches a ``TokenIndexError(IndexError)``);
+    a Mistake otherwise."""
     _not_imported(outcome, what, module)
     if outcome.error is not None and outcome.error.get("not_implemented"):
         raise NotImplementedYet(f"{what} is not implemented yet")
@@ -171,7 +183,7 @@ def expect_error(outcome: Outcome, what: str, kinds: tuple[str, ...], why: str,
         raise Mistake(f"{what} returned a result, but should raise {' or '.join(kinds)}: {why}")
     if outcome.error is None:
         unwrap(outcome, what, module)
-    if outcome.error["type"] not in kinds:
+    if not is_one_of(outcome.error, kinds):
         raise Mistake(
             f"{what} raised {describe_error(outcome.error)}, but should raise "
             f"{' or '.join(kinds)}: {why}"

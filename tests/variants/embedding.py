@@ -16,6 +16,30 @@ _RANGE_CHECK = '''
 '''
 
 CORRECT = {
+    # Exceptions of its own: caught by every except IndexError / except TypeError (issue 29:
+    # the promised class is checked by hierarchy, not by name).
+    "its own exceptions, subclasses of TypeError and IndexError": {
+        "embeddings:check_ids": '''
+        def check_ids(ids, vocab_size):
+            class TokenTypeError(TypeError):
+                pass
+
+            class TokenIndexError(IndexError):
+                pass
+
+            if not isinstance(ids, torch.Tensor):
+                raise TokenTypeError(f"token ids must be a tensor, got {type(ids).__name__}")
+            if ids.dtype == torch.bool or ids.is_floating_point() or ids.is_complex():
+                raise TokenTypeError(f"token ids must be integers, got dtype {ids.dtype}")
+            if ids.numel() == 0 or ids.device.type == "meta":
+                return
+            wide = ids.long()
+            bad = (wide < 0) | (wide >= vocab_size)
+            if bool(bad.any()):
+                raise TokenIndexError(
+                    f"token id {int(wide[bad][0])} is outside [0, {vocab_size})")
+        ''',
+    },
     "plain indexing": {
         "embeddings:Embedding.forward": '''
             def forward(self, ids):
@@ -251,6 +275,31 @@ CORRECT = {
 }
 
 MISTAKES = {
+    # A class of its own that is only called IndexError: no except IndexError catches it.
+    "its own exceptions, named TypeError and IndexError but derived from Exception": (
+        {"embeddings:check_ids": '''
+        def check_ids(ids, vocab_size):
+            class TokenTypeError(TypeError):
+                pass
+
+            class IndexError(Exception):
+                pass
+
+            TokenIndexError = IndexError
+            if not isinstance(ids, torch.Tensor):
+                raise TokenTypeError(f"token ids must be a tensor, got {type(ids).__name__}")
+            if ids.dtype == torch.bool or ids.is_floating_point() or ids.is_complex():
+                raise TokenTypeError(f"token ids must be integers, got dtype {ids.dtype}")
+            if ids.numel() == 0 or ids.device.type == "meta":
+                return
+            wide = ids.long()
+            bad = (wide < 0) | (wide >= vocab_size)
+            if bool(bad.any()):
+                raise TokenIndexError(
+                    f"token id {int(wide[bad][0])} is outside [0, {vocab_size})")
+        '''},
+        "test_out_of_range_ids_are_refused", "should raise IndexError",
+    ),
     "weight a plain tensor": (
         {"embeddings:Embedding.__init__": '''
             def __init__(self, vocab_size, d_model, std=0.02, scale=False):

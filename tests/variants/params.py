@@ -33,6 +33,20 @@ if __name__ == "__main__":  # python -m exercises.params: my own checks first
 """
 
 CORRECT = {
+    # A ValueError of its own: caught by every except ValueError (checked by hierarchy).
+    "memory_bytes raising a subclass of ValueError": {
+        "params:ParamCount.memory_bytes": '''
+        def memory_bytes(self, dtype="fp32"):
+            class UnknownDtypeError(ValueError):
+                pass
+
+            name = _TORCH_DTYPES.get(dtype, dtype) if isinstance(dtype, torch.dtype) else dtype
+            if name not in DTYPE_BYTES:
+                raise UnknownDtypeError(
+                    f"unknown dtype {dtype!r}; use one of {', '.join(DTYPE_BYTES)}")
+            return self.total * DTYPE_BYTES[name]
+        ''',
+    },
     "module by module, in a loop": {
         "params:count_params": '''
             def count_params(vocab_size, d_model, n_layers, n_ctx, tied=True):

@@ -10,9 +10,15 @@ from collections.abc import Callable
 
 import torch
 
+if __package__ == "probes":  # the worker imports its folder's modules by file name
+    from protocol import builtin_bases
+else:  # the grader's parent imports this as autograder.sandboxed.probes
+    from ..protocol import builtin_bases
+
 
 def _refusal(exc: Exception) -> dict:
-    return {"error": type(exc).__name__, "message": str(exc)[:500]}  # a stub's? the grader reads
+    # a stub's? the grader reads the message; bases: the built-in classes it derives from
+    return {"error": type(exc).__name__, "message": str(exc)[:500], "bases": builtin_bases(exc)}
 
 
 def _count(value: object) -> dict:

@@ -9,6 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
+
+if __package__ == "probes":  # the worker imports its folder's modules by file name
+    from protocol import builtin_bases
+else:  # the grader's parent imports this as autograder.sandboxed.probes
+    from ..protocol import builtin_bases
 from torch import nn
 
 from .recorder import _recorded, record_calls
@@ -30,7 +35,8 @@ def _attempt(get: Callable[[], object]) -> object:
         return get()
     except Exception as exc:  # noqa: BLE001 - a refusal is a result here
         message = str(exc)[:500]
-        return {"error": type(exc).__name__, "message": message}  # a stub's? the grader reads it
+        # a stub's? the grader reads the message; bases: the built-in classes it derives from
+        return {"error": type(exc).__name__, "message": message, "bases": builtin_bases(exc)}
 
 
 class SGD:

@@ -7,11 +7,11 @@ checks it (``autograder/suites/test_<stage>.py::test_name``) and the visible tes
 it on other inputs (``exercises/tests/test_<stage>.py::test_name``). ``tests/test_promises.py``
 fails when a docstring promise has no row, or a row names a check that does not exist.
 
-Each row also names the **edge classes** its check sends (``EDGES``: the inputs where a
+Each row may also name the **edge classes** its check sends (``EDGES``: the inputs where a
 plausible mistake bites, a size-1 dimension, a dtype other than float64, a record built by
-hand, ...) and its **mutant**: the known mistake in ``tests/variants/<stage>.py``'s MISTAKES that
-breaks this promise alone. ``tests/test_promises.py`` fails when an owned function lacks a class
-that applies to it; ``make promise-mutants`` grades every mutant on every stage.
+hand, ...) and its **mutant**: the known mistake in ``tests/variants/<stage>.py``'s MISTAKES
+that breaks this promise alone. ``tests/test_promises.py``'s ``applicable`` says which classes
+apply to an owned function; the rows do not name them yet (issue 29), so no test requires them.
 """
 
 from __future__ import annotations
