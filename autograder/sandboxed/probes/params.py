@@ -10,15 +10,7 @@ from collections.abc import Callable
 
 import torch
 
-if __package__ == "probes":  # the worker imports its folder's modules by file name
-    from protocol import builtin_bases
-else:  # the grader's parent imports this as autograder.sandboxed.probes
-    from ..protocol import builtin_bases
-
-
-def _refusal(exc: Exception) -> dict:
-    # a stub's? the grader reads the message; bases: the built-in classes it derives from
-    return {"error": type(exc).__name__, "message": str(exc)[:500], "bases": builtin_bases(exc)}
+from .shared import refusal
 
 
 def _count(value: object) -> dict:
@@ -39,7 +31,7 @@ def _number(get: Callable) -> object:
     try:
         value = get()
     except Exception as exc:  # noqa: BLE001 - a refusal is a result here
-        return _refusal(exc)
+        return refusal(exc)
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
         return value if type(value) in (int, float) else float(value)  # np.float32 too
     return {"type": type(value).__name__}
@@ -50,7 +42,7 @@ def _whole(get: Callable) -> dict:
     try:
         value = get()
     except Exception as exc:  # noqa: BLE001 - a refusal is a result here
-        return _refusal(exc)
+        return refusal(exc)
     return _count(value)
 
 

@@ -9,11 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
-
-if __package__ == "probes":  # the worker imports its folder's modules by file name
-    from protocol import builtin_bases
-else:  # the grader's parent imports this as autograder.sandboxed.probes
-    from ..protocol import builtin_bases
 from torch import nn
 
 from .recorder import _recorded, record_calls
@@ -21,8 +16,10 @@ from .recorder import _recorded, record_calls
 # The meta-device runner, for the stage modules: its import depends on who imports the package.
 if __package__ == "probes":  # the worker imports its folder's modules by file name
     from meta_device import on_meta  # noqa: F401
+    from protocol import builtin_bases
 else:  # the grader's parent imports this as autograder.sandboxed.probes (for PROBES' names)
     from ..meta_device import on_meta  # noqa: F401
+    from ..protocol import builtin_bases
 
 
 class ProbeError(Exception):
@@ -34,9 +31,14 @@ def _attempt(get: Callable[[], object]) -> object:
     try:
         return get()
     except Exception as exc:  # noqa: BLE001 - a refusal is a result here
-        message = str(exc)[:500]
-        # a stub's? the grader reads the message; bases: the built-in classes it derives from
-        return {"error": type(exc).__name__, "message": message, "bases": builtin_bases(exc)}
+        return refusal(exc)
+
+
+def refusal(exc: Exception) -> dict:
+    """The learner's exception as data (``replies.REFUSAL``): whether it is a stub's, the
+    grader reads from the message; ``bases``, the built-in classes it derives from, say
+    whether it keeps a promised class (``feedback.is_one_of``)."""
+    return {"error": type(exc).__name__, "message": str(exc)[:500], "bases": builtin_bases(exc)}
 
 
 class SGD:
