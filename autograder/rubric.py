@@ -53,9 +53,12 @@ def load(path: Path = RUBRIC) -> Rubric:
                           f"got {list(data)}")
     points = {stage: {t: float(p) for t, p in tests.items()} for stage, tests in data.items()}
     for stage, tests in points.items():
-        # 0 is allowed: a structural check that learner code could forge keeps its message
-        if not tests or any(p < 0 for p in tests.values()) or sum(tests.values()) <= 0:
-            raise RubricError(f"stage {stage} needs tests with points, none negative")
+        # every check earns points: one that learner code could fool depends on the rules
+        # (suites/bans.py's certify) rather than being worth nothing
+        if not tests or any(p <= 0 for p in tests.values()):
+            zero = sorted(t for t, p in tests.items() if p <= 0)
+            raise RubricError(f"stage {stage} needs tests with points, each above 0 "
+                              f"(not: {', '.join(zero) or 'no tests listed'})")
     total = sum(sum(t.values()) for t in points.values())
     if abs(total - TOTAL) > 1e-9:
         raise RubricError(f"rubric.toml's points add up to {total:g}, not {TOTAL}")

@@ -1,8 +1,10 @@
-"""Helpers shared by the repository's tests of lumen: seeded ids and a normality check."""
+"""Helpers shared by the repository's tests: seeded ids, a normality check, the certified checks."""
 
 from __future__ import annotations
 
+import ast
 import math
+from pathlib import Path
 
 import torch
 from torch import Tensor
@@ -28,3 +30,14 @@ def assert_normal(t: Tensor, std: float, what: str, sigmas: float = 6.0) -> None
     assert abs(sample_std - std) <= tolerance, (
         f"{what}: std {sample_std:.5g}, expected {std:.5g} +- {tolerance:.2g} ({n} draws)"
     )
+
+
+def certified_tests(stage: str) -> list[str]:
+    """The hidden tests of ``stage`` that call ``bans.certify``: the checks of what the
+    learner's process reports, whose points depend on the rules (autograder/suites/bans.py)."""
+    path = Path(__file__).resolve().parents[1] / "autograder" / "suites" / f"test_{stage}.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [node.name for node in tree.body
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")
+            and any(isinstance(call, ast.Call) and ast.unparse(call.func) == "bans.certify"
+                    for call in ast.walk(node))]

@@ -7,12 +7,12 @@ Three promises of the hidden suites (docs/threat-model.md), each checked here:
    computes the expected values from the same checkpoint in the grader. So what a reply says
    about the model's own state cannot move a verdict: honest code keeps full marks when its
    process reports garbage state and garbage facts (the state and facts only choose messages).
-2. A check judged from what the learner's process reports (a structural requirement) carries
-   no points: its docstring says so, and the rubric gives it 0. The rubric and the docstrings
-   are one list, checked against each other.
-3. A known mistake whose named test carries no points still loses points elsewhere, unless it
-   is one of the mistakes that only a structural check can see (``STRUCTURAL_ONLY``): those
-   keep every point, by design, and the list says which they are.
+2. A check judged from what the learner's process reports about itself (an input left as it
+   was, a Parameter, one shared table) earns its points only behind ``bans.certify``: it calls
+   it last, its docstring says its points depend on the rules, and every hidden test carries
+   points. The suites' calls and the docstrings are one list, checked against each other.
+3. Code the rules refuse, which could forge those reports, costs exactly the "written by hand"
+   tests and the certified checks, each saying why; every other point rests on values.
 """
 
 from __future__ import annotations
@@ -28,13 +28,13 @@ import torch
 from autograder.grading import Grader
 from autograder.rubric import load as load_rubric
 from autograder.suites import values
-from autograder.views import report
 from lumen.stages import STAGE_NAMES
+from tests.helpers import certified_tests
 from tests.test_forgery import payload
 from tests.variants.build import make_submission
 
 ROOT = Path(__file__).resolve().parents[1]
-STRUCTURAL = "Structural, so it carries no points"
+CERTIFIED = "depend on the rules (``bans.certify``)"
 CONFIG = {"vocab_size": 97, "n_ctx": 16, "d_model": 32, "n_layers": 2, "n_heads": 4}
 
 
@@ -90,7 +90,7 @@ def test_no_suite_builds_an_expected_value_from_a_reply_state():
             assert not reads, f"test_{stage}.py reads a reply's state at line {reads[0].lineno}"
 
 
-# --- structural checks carry no points ----------------------------------------------------
+# --- a check of what the process reports earns its points behind the rules -------------
 
 
 def _hidden_tests(stage: str) -> dict[str, str]:
@@ -100,14 +100,22 @@ def _hidden_tests(stage: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("stage", STAGE_NAMES)
-def test_structural_checks_and_zero_points_are_one_list(stage):
+def test_certified_checks_say_so_and_call_it_last(stage):
     points = load_rubric().points[stage]
+    certified = certified_tests(stage)
+    suite = ast.parse((ROOT / "autograder" / "suites" / f"test_{stage}.py").read_text("utf-8"))
+    bodies = {n.name: n.body for n in suite.body if isinstance(n, ast.FunctionDef)}
     for name, doc in _hidden_tests(stage).items():
-        structural = STRUCTURAL in " ".join(doc.split())
-        if structural:
-            assert points[name] == 0, f"{name} is structural but carries {points[name]:g} points"
-        else:
-            assert points[name] > 0, f"{name} carries no points: say why in its docstring"
+        assert points[name] > 0, f"{name} carries no points"
+        says = CERTIFIED in " ".join(doc.split())
+        assert says == (name in certified), (
+            f"{name}: its docstring {'says' if says else 'does not say'} that its points "
+            f"{CERTIFIED[:-len(' (``bans.certify``)')]}, but it "
+            f"{'does not call' if says else 'calls'} bans.certify")
+        if name in certified:
+            last = bodies[name][-1]
+            assert isinstance(last, ast.Expr) and ast.unparse(last.value.func) == "bans.certify", \
+                f"{name} must call bans.certify last, once what it observed has passed"
 
 
 def test_hidden_test_names_are_unique_across_stages():
@@ -162,61 +170,17 @@ def _stage(grader, folder: Path, stage: str, seed: int = 11):
 
 @pytest.mark.parametrize("stage", ["tying", "embedding"])
 def test_reported_state_and_facts_move_no_point(grader, tmp_path, stage):
-    """Correct code with every reported state and fact forged keeps the stage's marks: no
-    expected value and no point rests on them. (The forgery's own code, which reaches into the
-    running program, is refused by the source check: the ban test alone loses its points.)"""
+    """Correct code with every reported state and fact forged keeps every point that values
+    earn: no expected value rests on them. The forgery's own code, which reaches into the
+    running program, is refused by the rules, so the ban test and the checks of what the
+    process reports (``bans.certify``) lose their points, each saying why."""
     folder = make_submission(tmp_path / "garbage", payload("gc.get_objects", GARBAGE))
     graded = _stage(grader, folder, stage)
     lost = {r.name: r.message for r, got, worth in graded.tests if got < worth}
-    assert set(lost) <= {"test_no_builtin_embedding"}, lost
-
-
-# --- a mistake that a 0-point check names still loses points, unless structural only ------
-
-#: Mistakes (tests/variants/<stage>.py) that only a structural check can see: they keep every
-#: point, by design (docs/threat-model.md: the structural checks and why they carry none).
-STRUCTURAL_ONLY = {
-    ("embedding", "the caller's ids changed in place (unsqueeze_)"),
-    ("onehot", "the caller's ids changed in place (unsqueeze_)"),
-    ("onehot", "embed_via_onehot looks the rows up (weight[ids]), no product"),
-    ("onehot", "the one-hot built, then its argmax looked up"),
-    ("neighbours", "cosine_similarity divides its inputs in place"),
-    ("init", "scale_output in place (x.mul_)"),
-}
-
-
-def _zero_point_mistakes() -> list:
-    rubric = load_rubric()
-    out = []
-    for stage in STAGE_NAMES:
-        module = importlib.import_module(f"tests.variants.{stage}")
-        for name, (replacements, test, _words) in module.MISTAKES.items():
-            if rubric.points[stage][test] == 0:
-                out.append(pytest.param(stage, name, replacements, id=f"{stage}: {name}"))
-    return out
-
-
-@pytest.mark.parametrize(("stage", "name", "replacements"), _zero_point_mistakes())
-def test_a_mistake_named_by_a_structural_check(grader, tmp_path, stage, name, replacements):
-    grade = grader.grade(make_submission(tmp_path / "mistake", replacements), seed=11,
-                         stages=[stage])
-    graded = next(s for s in grade.stages if s.name == stage)
-    if (stage, name) in STRUCTURAL_ONLY:
-        assert graded.score == graded.max_score, "listed as structural only, yet it lost points"
-        # a 0-point check still teaches: the report says which check failed, and why
-        shown = report.terminal(grade)
-        first = graded.first_failure
-        assert "the others carry no points" in shown and first.title in shown, shown
-        assert report.shown(first.message, keep_lines=True).splitlines()[0] in shown, shown
-    else:
-        assert graded.score < graded.max_score, (
-            f"{name} loses no points: list it in STRUCTURAL_ONLY (and docs/threat-model.md's "
-            "table) if only a structural check can see it")
-
-
-def test_structural_only_names_real_mistakes():
-    for stage, name in STRUCTURAL_ONLY:
-        assert name in importlib.import_module(f"tests.variants.{stage}").MISTAKES
+    assert set(lost) <= {"test_no_builtin_embedding", *certified_tests(stage)}, lost
+    for name in certified_tests(stage):
+        assert "looked right, but it was seen inside your process" in lost[name], lost[name]
+        assert "import gc" in lost[name], lost[name]
 
 
 def test_garbage_forgery_reaches_the_probes(grader, tmp_path):

@@ -7,8 +7,9 @@ snapshot, the state loader); it can also call a banned built-in where the in-pro
 does not look, or leave its model in a degenerate state (all zeros) that makes any head look
 right. The hidden suites therefore compare only against states the grader made (its own
 checkpoint, loaded into the learner's model) and values computed from them in the grader, give
-no points to checks that rest on what the process reports about itself, and judge the bans
-from the submitted source alone (``lumen/rules.py``): the recorder only explains.
+points to checks that rest on what the process reports about itself only where the rules find
+no way into it (``bans.certify``), and judge the bans from the submitted source alone
+(``lumen/rules.py``): the recorder only explains.
 
 Each case is a known mistake plus a forgery. Graded on its stage, the forged submission must
 fail the tests the forgery targets and earn no point that the honest mistake does not: it
@@ -30,6 +31,7 @@ from autograder.grading import Grader
 from autograder.rubric import load as load_rubric
 from autograder.sandboxed.probes.recorder import record_calls
 from lumen import rules
+from tests.helpers import certified_tests
 from tests.variants.build import make_submission
 
 LUMEN = Path(__file__).resolve().parents[1] / "lumen"
@@ -416,7 +418,7 @@ def test_forgery_gains_nothing(grader, honest_results, tmp_path, name):
     assert not [r.message for r in forged.values() if r.grader_error]
     stole = sorted(t for t in forgery.stolen if forged[t].passed)
     assert not stole, f"the forgery passed {stole}, which the honest mistake fails"
-    points = load_rubric().points[forgery.stage]  # a structural check has none to gain
+    points = load_rubric().points[forgery.stage]
     gained = sorted(t for t, r in forged.items() if r.passed and not honest[t].passed
                     and points[t] > 0 and t not in forgery.redone)
     assert not gained, f"the forgery passed {gained}, which the honest mistake fails"
@@ -430,14 +432,17 @@ def test_route_reaches_the_probes(grader, tmp_path, route):
     assert all("FORGERY ACTIVE" in m for m in messages), messages
 
 
-def test_refused_code_costs_only_the_ban_tests(grader, tmp_path):
-    """A correct submission with a refused construct keeps every value-backed point."""
+def test_refused_code_costs_only_the_rules_tests(grader, tmp_path):
+    """A correct submission with a refused construct keeps every value-backed point: it loses
+    the ban test and the checks of what its process reports (``bans.certify``), each naming
+    the line."""
     refused = payload("gc.get_objects", UNCHANGED)  # wraps the probes, changes nothing
     for stage, ban in (("embedding", BAN_EMBEDDING), ("onehot", BAN_ONEHOT)):
         verdicts = _verdicts(grader, tmp_path / stage, stage, refused)
         failed = sorted(name for name, r in verdicts.items() if not r.passed)
-        assert failed == list(ban), [(n, verdicts[n].message) for n in failed]
-        assert "import gc" in verdicts[ban[0]].message
+        assert failed == sorted([*ban, *certified_tests(stage)]), \
+            [(n, verdicts[n].message) for n in failed]
+        assert all("import gc" in verdicts[name].message for name in failed)
 
 
 # --- the source check (lumen/rules.py), on its own ----------------------------------------

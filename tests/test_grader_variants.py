@@ -2,7 +2,7 @@
 
 Each variant is lumen with some functions swapped (tests/variants/<stage>.py), graded on its
 stage alone. A correct alternative must get the stage's full marks; a mistake must fail the
-named hidden test with a message that contains the expected words.
+named hidden test, which carries points, with a message that contains the expected words.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from autograder.grading import Grader
+from autograder.rubric import load as load_rubric
 from autograder.suites import id_dtypes
 from autograder.suites.promises import sweeps
 from lumen.stages import STAGE_NAMES
@@ -73,6 +74,7 @@ def test_mistake_is_named(grader, tmp_path, stage, mistake):
     assert words in verdict.message, \
         f"{test} failed, but its message lacks {words!r}: {verdict.message}"
     assert not verdict.grader_error, verdict.message
+    assert load_rubric().points[stage][test] > 0, f"{test} carries no points: the mistake is free"
 
 
 @pytest.mark.parametrize("dtype", [torch.int16, torch.int32, torch.uint8, torch.float32],

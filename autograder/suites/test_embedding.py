@@ -110,13 +110,13 @@ def _not_a_parameter(facts: dict, V: int, d: int, seen: str) -> Mistake:
                    "nn.Parameter of shape (vocab_size, d_model), nothing else")
 
 
-def test_weight_is_a_parameter(learner, seed, gen):
+def test_weight_is_a_parameter(learner, seed, gen, grading):
     """weight is a registered nn.Parameter of shape (vocab_size, d_model)
 
-    Structural, so it carries no points: a fresh (V, d) matrix W loaded with
-    load_state_dict({"weight": W}) must be what the Parameter registered as "weight" holds, a
-    gradient must reach its .grad and one SGD step over layer.parameters() must move it to
-    W - lr * grad. All of it is computed in the learner's process, from W alone."""
+    A fresh (V, d) matrix W loaded with load_state_dict({"weight": W}) must be what the
+    Parameter registered as "weight" holds, a gradient must reach its .grad and one SGD step
+    over layer.parameters() must move it to W - lr * grad. All of it is computed in the
+    learner's process, from W alone, so its points depend on the rules (``bans.certify``)."""
     V, d, lr = 11, 6, 0.5
     W = torch.randn(V, d, generator=gen)
     ids = torch.randint(0, V, (3, 4), generator=gen)
@@ -127,6 +127,7 @@ def test_weight_is_a_parameter(learner, seed, gen):
                                weight=W, ids=ids, grad=grad, lr=lr, positional=positional)
         check_signature(outcome, built, EMBEDDING)
         _check_parameter(unwrap(outcome, built, MODULE), W, ids, grad, lr)
+    bans.certify(grading.files, "the weight as a registered Parameter that trains")
 
 
 def _check_parameter(reply: dict, W: torch.Tensor, ids: torch.Tensor, grad: torch.Tensor,
@@ -182,11 +183,11 @@ def test_lookup_every_shape(learner, seed, gen, devices):
                               "a lookup copies rows, it does no arithmetic")
 
 
-def test_ids_are_left_unchanged(learner, seed, gen):
+def test_ids_are_left_unchanged(learner, seed, gen, grading):
     """forward leaves the ids it is given as they were (values, shape, no in-place operation)
 
-    Structural, so it carries no points: what the ids hold afterwards is reported by the
-    learner's process, where learner code could make it up."""
+    What the ids hold afterwards is reported by the learner's process, so its points depend on
+    the rules (``bans.certify``)."""
     V, d = 23, 5
     weight = torch.randn(V, d, generator=gen)
     for shape, name in SHAPES.items():
@@ -199,6 +200,7 @@ def test_ids_are_left_unchanged(learner, seed, gen):
             raise Mistake(f"{what} does not return weight[ids] yet (see the lookup check), so "
                           "there is no lookup to judge here")
         expect_unchanged(result, {"ids": ids}, what)
+    bans.certify(grading.files, "the ids left as they were")
 
 
 def test_meta_device_and_dtypes(learner, seed, gen, devices):

@@ -26,7 +26,7 @@ from statistics import NormalDist
 import numpy as np
 import torch
 
-from autograder.suites import values
+from autograder.suites import bans, values
 from autograder.suites.feedback import (
     Mistake,
     describe_error,
@@ -281,14 +281,14 @@ def test_rows_are_not_identical(learner, seed, gen):
         )
 
 
-def test_reset_refills_in_place(learner, seed, gen):
+def test_reset_refills_in_place(learner, seed, gen, grading):
     """reset_parameters refills the existing Parameter in place (the same object and dtype)
 
-    Structural, so it carries no points: the layer is converted to float64 and an SGD
+    The layer is converted to float64 and an SGD
     optimiser is built on layer.parameters() before the reset; the rows forward returns after
     it must be float64, fit N(0, std^2), and move with the optimiser's step (it holds the old
     Parameter: a new one is out of its reach). All of it is computed in the learner's process,
-    where learner code could make it up."""
+    so its points depend on the rules (``bans.certify``)."""
     std = 0.05
     what = (f"reset_parameters() on an Embedding({V}, {D}, std={std}) converted to float64, "
             "whose weight is all 7s")
@@ -323,6 +323,7 @@ def test_reset_refills_in_place(learner, seed, gen):
     problem = _misfit(rows, std)
     if problem is not None:
         raise Mistake(f"{what}: the refilled weight {problem}: {RESET}")
+    bans.certify(grading.files, "the Parameter refilled in place")
 
 
 def _input_kept(after: object, x: torch.Tensor, what: str) -> None:
@@ -407,11 +408,11 @@ def test_scale_output(learner, seed, gen):
                       f"{math.sqrt(d):.4g}")
 
 
-def test_scale_output_leaves_its_input(learner, seed, gen):
+def test_scale_output_leaves_its_input(learner, seed, gen, grading):
     """scale_output returns a new tensor and leaves its input x as it was
 
-    Structural, so it carries no points: what x holds afterwards is reported by the learner's
-    process, where learner code could make it up."""
+    What x holds afterwards is reported by the learner's process, so its points depend on the
+    rules (``bans.certify``)."""
     for d, scale in ((16, True), (16, False)):
         x = torch.randn(3, 5, d, generator=gen, dtype=torch.float64)
         upstream = torch.randn(3, 5, d, generator=gen, dtype=torch.float64)
@@ -424,6 +425,7 @@ def test_scale_output_leaves_its_input(learner, seed, gen):
             raise Mistake(f"{what} does not return the scaled rows yet (see the scale_output "
                           "check), so there is nothing to judge here")
         _input_kept(result["input_after"], x, what)
+    bans.certify(grading.files, "the input x left as it was")
 
 
 def test_expected_dot_std(learner, seed, gen):

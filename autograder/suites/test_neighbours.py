@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import torch
 
+from autograder.suites import bans
 from autograder.suites.feedback import (
     Mistake,
     NotImplementedYet,
@@ -703,12 +704,12 @@ def test_analogy_direction(learner, seed, gen, devices):
 # --- every function leaves its arguments alone ----------------------------------------------
 
 
-def test_inputs_are_left_unchanged(learner, seed, gen):
+def test_inputs_are_left_unchanged(learner, seed, gen, grading):
     """cosine_similarity, cosine_neighbours and analogy leave their arguments as they were
 
     Values and shape, and no in-place operation on them: the caller goes on using the table.
-    Structural, so it carries no points: what the arguments hold afterwards is reported by the
-    learner's process, where learner code could make it up."""
+    What the arguments hold afterwards is reported by the learner's process, so its points
+    depend on the rules (``bans.certify``)."""
     V, d, k = 12, 5, 3
     a, b = _table(gen, 4, d), _table(gen, 4, d)
     out, what, result = _cosine(learner, seed, a, b)
@@ -736,3 +737,4 @@ def test_inputs_are_left_unchanged(learner, seed, gen):
     ids, sims, what, result = _analogy(learner, seed, E, x, y, z, k)
     _compare(ids, sims, ref.analogy(E, x, y, z, k), E, _query(E, x, y, z), [x, y, z], what)
     expect_unchanged(result, {"E": E}, what)
+    bans.certify(grading.files, "the arguments left as they were")

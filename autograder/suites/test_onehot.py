@@ -380,11 +380,11 @@ def test_embed_via_onehot_is_the_lookup(learner, seed, gen, devices):
                     raise _differs(out, weight, ids, what)
 
 
-def test_ids_and_weight_are_left_unchanged(learner, seed, gen):
+def test_ids_and_weight_are_left_unchanged(learner, seed, gen, grading):
     """one_hot and embed_via_onehot leave the ids and the weight they are given as they were
 
-    Structural, so it carries no points: what the inputs hold afterwards is reported by the
-    learner's process, where learner code could make it up."""
+    What the inputs hold afterwards is reported by the learner's process, so its points depend
+    on the rules (``bans.certify``)."""
     V, d = 9, 4
     for shape, name in SHAPES.items():
         ids = _ids(gen, V, shape)
@@ -395,6 +395,7 @@ def test_ids_and_weight_are_left_unchanged(learner, seed, gen):
         result, what = _embed(learner, seed, weight, ids)
         _judged(result["out"], weight[ids], what, "rows", "test_embed_via_onehot_is_the_lookup")
         expect_unchanged(result, {"weight": weight, "ids": ids}, f"{what} ({name})")
+    bans.certify(grading.files, "the ids and the weight left as they were")
 
 
 def _judged(out: object, expected: torch.Tensor, what: str, things: str, check: str) -> None:
@@ -426,15 +427,16 @@ def test_embed_via_onehot_dtype_and_device(learner, seed, gen, devices):
             raise _differs(out, weight, ids, what)
 
 
-def test_embed_via_onehot_is_a_product(learner, seed, gen):
+def test_embed_via_onehot_is_a_product(learner, seed, gen, grading):
     """embed_via_onehot computes the product one_hot(ids) @ E: every row of E takes part
 
     Values alone cannot tell a product from the lookup it equals, but floating point can: in a
     true product each output number is a sum over all V rows, so a row that holds inf (or NaN)
     turns its column into NaN even where the one-hot has a 0 for it (0 * inf is NaN); a lookup
     never reads that row. Checked on the CPU, whose products (matmul, einsum, a broadcast
-    multiply and sum) all follow IEEE 754 here. Structural, so it carries no points: a lookup
-    that sets the columns of non-finite rows to NaN gives the same numbers."""
+    multiply and sum) all follow IEEE 754 here. A lookup that sets the columns of non-finite
+    rows to NaN gives the same numbers, but costs more than the product it imitates; the
+    points depend on the rules (``bans.certify``), like every check of the process's output."""
     V, d = 12, 5
     rows = [int(r) for r in torch.randperm(V, generator=gen)]
     infinite, undefined = rows[0], rows[1]  # rows that no id selects
@@ -453,6 +455,11 @@ def test_embed_via_onehot_is_a_product(learner, seed, gen):
         out = expect_tensor(result["out"], what, like=expected, device="cpu")
         if same(out, expected):
             continue
+        if torch.equal(torch.nan_to_num(out), torch.nan_to_num(expected)):
+            raise Mistake(
+                f"{what}: the NaN and inf of the product became finite numbers (nan_to_num, or "
+                "a mask): return one_hot(ids) @ E as it is, every row of E takes part and "
+                "0 * inf is NaN")
         if torch.equal(out, weight[ids]):
             raise Mistake(
                 f"{what}: returned the rows weight[ids] without a NaN, as a lookup does. The "
@@ -462,3 +469,4 @@ def test_embed_via_onehot_is_a_product(learner, seed, gen):
                 "the work of the lookup, for the same numbers)"
             )
         raise Mistake(f"{what}: differs from one_hot(ids) @ E {first_difference(out, expected)}")
+    bans.certify(grading.files, "the product one_hot(ids) @ E")

@@ -26,7 +26,7 @@ import math
 
 import torch
 
-from autograder.suites import values
+from autograder.suites import bans, values
 from autograder.suites.feedback import Mistake, expect_tensor, remembered, unwrap, verdict_of
 from lumen.params import count_params
 
@@ -140,11 +140,11 @@ def _not_the_same_parameter(what: str, facts: dict, seen: str) -> Mistake:
     return Mistake(f"{what}: {seen}, so lm_head does not use wte.weight itself: {TIE}")
 
 
-def test_tied_head_is_the_embedding(learner, seed, gen):
+def test_tied_head_is_the_embedding(learner, seed, gen, grading):
     """tied: lm_head.weight is wte.weight itself, the same nn.Parameter (not a copy, not a view)
 
-    Structural, so it carries no points (its mistakes lose them in the value checks): with the
-    grader's checkpoint loaded, wte.weight is changed in place by a fresh delta, then the
+    Observed in the learner's process, so its points depend on the rules (``bans.certify``):
+    with the grader's checkpoint loaded, wte.weight is changed in place by a fresh delta, then the
     logits must be h @ (E + delta)^T (a copy keeps another head) and wte.weight.grad must hold
     the gradient of both uses of E (two Parameters sharing storage each get a part)."""
     what = _described(CONFIG)
@@ -166,12 +166,14 @@ def test_tied_head_is_the_embedding(learner, seed, gen):
         raise _not_the_same_parameter(
             what, reply["before"], "wte.weight.grad lacks the output layer's share of the "
             "gradient")
+    bans.certify(grading.files, "one shared table")
 
 
-def test_parameter_count(learner, seed, gen):
+def test_parameter_count(learner, seed, gen, grading):
     """parameters() counts the shared matrix once: the totals of count_params, tied and untied
 
-    Structural, so it carries no points: with the grader's checkpoint loaded, one SGD step with
+    Observed in the learner's process, so its points depend on the rules (``bans.certify``):
+    with the grader's checkpoint loaded, one SGD step with
     weight decay over model.parameters() must move the model exactly as it moves lumen's (a
     matrix listed twice is updated, and decayed, twice). The reported count names the mistake."""
     V, d = CONFIG["vocab_size"], CONFIG["d_model"]
@@ -213,6 +215,7 @@ def test_parameter_count(learner, seed, gen):
             f"lumen's {values.first_gap(reply['logits'], expected)}: parameters() must list "
             "every matrix once, the shared one included (one Parameter, one update)"
         )
+    bans.certify(grading.files, "the parameter count")
 
 
 def test_embedding_matrix_is_kept(learner, seed, gen):

@@ -46,9 +46,6 @@ def stage_line(s: StageGrade) -> str:
         status = "all checks passed"
     elif s.not_implemented:
         status = "not implemented yet"
-    elif s.score == s.max_score:  # only structural checks, worth 0 points, failed
-        status = f"{passed} of {counted(len(s.tests), 'check')} passed (the others carry no " \
-            "points)"
     else:
         status = f"{passed} of {counted(len(s.tests), 'check')} passed"
     return f"  {s.name:<11}{s.score:>6.1f} / {s.max_score:<5g} {status}"
@@ -79,7 +76,6 @@ def terminal(g: Grade) -> str:
              f"  seed {g.seed}, devices {', '.join(g.devices)}, {g.seconds:.1f} s", ""]
     lines += [stage_line(s) for s in g.stages]
     lines += [f"  {'total':<11}{g.score:>6.1f} / {g.max_score:g}", ""]
-    # a failed check worth 0 points (a structural one) is shown too: its message still teaches
     failing = [s for s in g.stages if s.first_failure is not None and not s.not_implemented]
     if failing:
         lines.append("What to fix first, stage by stage:")

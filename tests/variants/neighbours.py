@@ -284,6 +284,19 @@ MISTAKES = {
         '''},
         "test_inputs_are_left_unchanged", "changed",
     ),
+    "cosine_neighbours normalises the caller's table in place (the ranking unchanged)": (
+        {"embeddings:cosine_neighbours": '''
+            def cosine_neighbours(E, token, k):
+                E /= E.norm(dim=-1, keepdim=True).clamp_min(1e-8)  # unit rows, once
+                if isinstance(token, torch.Tensor) and token.dim() == 1:
+                    if token.shape[0] != E.shape[1]:
+                        raise ValueError("the query vector's length is not E's row length")
+                    return _top_k(E, token.to(E.device, E.dtype), k, [])
+                index = _row_index(E, token, "token")
+                return _top_k(E, E[index], k, [index])
+        '''},
+        "test_inputs_are_left_unchanged", "changed",
+    ),
     "analogy builds its query in place, in E[b]": (
         {"embeddings:analogy": '''
             def analogy(E, a, b, c, k=1, exclude_inputs=True):

@@ -200,6 +200,31 @@ MISTAKES = {
         '''},
         "test_embed_via_onehot_is_a_product", "every row",
     ),
+    "the product, its NaN and inf made finite (nan_to_num)": (
+        {"embeddings:embed_via_onehot": '''
+            def embed_via_onehot(weight, ids):
+                onehot = one_hot(ids.to(weight.device), weight.shape[0], weight.dtype)
+                return torch.nan_to_num(onehot @ weight)  # "cleaned" of the rows' inf and NaN
+        '''},
+        "test_embed_via_onehot_is_a_product", "nan_to_num",
+    ),
+    "the lookup, then nan_to_num (no product, no NaN)": (
+        {"embeddings:embed_via_onehot": '''
+            def embed_via_onehot(weight, ids):
+                return torch.nan_to_num(weight[ids.long()])
+        '''},
+        "test_embed_via_onehot_is_a_product", "every row",
+    ),
+    "one_hot clamps the caller's ids in place (values kept, a write all the same)": (
+        {"embeddings:one_hot": '''
+            def one_hot(ids, num_classes, dtype=torch.float32):
+                if ids.dtype == torch.int64:
+                    ids.clamp_(0, num_classes - 1)  # the ids are in range: no value changes
+                out = torch.zeros(*ids.shape, num_classes, dtype=dtype, device=ids.device)
+                return out.scatter_(-1, ids.long().unsqueeze(-1), 1)
+        '''},
+        "test_ids_and_weight_are_left_unchanged", "changed the ids",
+    ),
     "the one-hot built, then its argmax looked up": (
         {"embeddings:embed_via_onehot": '''
             def embed_via_onehot(weight, ids):

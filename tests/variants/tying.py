@@ -195,6 +195,26 @@ MISTAKES = {
         '''},
         "test_parameter_count", "untied model still shares",
     ),
+    "a second head, refreshed from the table by a forward pre-hook": (
+        {"gpt2:GPT2.tie_weights": '''
+            def tie_weights(self):
+                if self.config.tie_weights:
+                    def refresh(module, args):  # the same numbers before every call
+                        with torch.no_grad():
+                            module.lm_head.weight.copy_(module.wte.weight)
+                    self.register_forward_pre_hook(refresh)
+        '''},
+        "test_tied_head_is_the_embedding", "lm_head.weight is not wte.weight",
+    ),
+    "the tied head given a bias": (
+        {"gpt2:GPT2.tie_weights": '''
+            def tie_weights(self):
+                if self.config.tie_weights:
+                    self.lm_head = nn.Linear(self.config.d_model, self.config.vocab_size)
+                    self.lm_head.weight = self.wte.weight
+        '''},
+        "test_parameter_count", "parameters",
+    ),
     "never ties": (
         {"gpt2:GPT2.tie_weights": '''
             def tie_weights(self):
