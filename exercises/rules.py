@@ -5,7 +5,10 @@
 The grader runs your code on fresh inputs and compares the results with PyTorch's, but whether
 a stage's built-in ran cannot be seen from results, so two tests (stage 'embedding''s "written
 by hand" and stage 'onehot''s) also read embeddings.py, params.py and gpt2.py, without running
-them, with this checker. Every other test looks only at what your code computes.
+them, with this checker. Nine checks see what only your code's process can see (an input
+left as it was, a registered Parameter, the product, one shared table, the parameter count, a
+refill in place): they trust it only where rules 2 and 3 find nothing in your files that could
+change what that process sees. Every other test looks only at what your code computes.
 
 1. **Banned built-ins** (``BANS``). Stage 'embedding' bans PyTorch's own lookup (nn.Embedding,
    F.embedding, torch.embedding, F.embedding_bag, nn.EmbeddingBag, torch.ops.aten.embedding)
@@ -42,7 +45,7 @@ them, with this checker. Every other test looks only at what your code computes.
 
 All three files are read for every check that applies the rules, because all three run in
 each stage's process: code in params.py could hand a built-in to embeddings.py. A refused
-construct costs those two tests and the tying stage's checks; a banned built-in of one stage
+construct costs those two tests and the nine checks above; a banned built-in of one stage
 costs only that stage's test.
 
 Dead code is not read: comments, strings and docstrings, and the bodies of ``if False:`` (or

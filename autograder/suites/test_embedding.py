@@ -8,10 +8,9 @@ what was expected and the likely mistake, in the chapter's words.
 
 Every point is earned by values the learner's code computes on fresh inputs, with the grader's
 own matrix copied into the layer's weight. What its process reports about itself (the
-weight's type, the recorded calls, whether an input was changed in place) is forgeable there:
-the checks built on it (``test_weight_is_a_parameter``, ``test_ids_are_left_unchanged``) name
-the mistake and carry no points (rubric.toml; docs/threat-model.md). The one
-exception is the built-in ban, judged from the submitted source alone
+weight's type, whether an input was changed in place) earns its points behind the rules
+(``test_weight_is_a_parameter``, ``test_ids_are_left_unchanged`` call ``bans.certify``;
+docs/threat-model.md). The built-in ban is judged from the submitted source alone
 (``autograder/suites/bans.py``), outside the learner's reach. The meta-device pass (no GPU)
 only ever takes points away, and never from correct code: its tensors keep their values
 behind them (tests/test_meta_pass.py).

@@ -12,10 +12,10 @@ distribution) with the chapter's N(0, std^2), with bounds derived from the sampl
 The statistics are those of the draws the learner's code makes, which are the thing under
 test: producing draws that fit is what reset_parameters and init_weights are for, and every
 bound they are held to is computed here (their dtype included: a reset after ``.double()``
-draws float64). The structural requirements (reset_parameters refills the SAME Parameter, so
-that an optimiser built before it moves the new rows; scale_output leaves its input alone)
-are observed in the learner's process, where learner code could forge what the probe reports:
-those checks name the mistake and carry no points (rubric.toml; docs/threat-model.md).
+draws float64). Two requirements (reset_parameters refills the SAME Parameter, so that an
+optimiser built before it moves the new rows; scale_output leaves its input alone) are
+observed in the learner's process: those checks earn their points behind the rules
+(``bans.certify``; docs/threat-model.md).
 """
 
 from __future__ import annotations

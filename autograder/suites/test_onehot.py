@@ -11,11 +11,10 @@ so that it judges the ban alone.
 
 Every point is earned by the values (and the dtype, device and shape) the learner's code
 returns on fresh ids; the one exception is the F.one_hot ban, judged from the submitted source
-alone (``autograder/suites/bans.py``), outside the learner's reach. Two requirements are
-structural and carry no points (rubric.toml; docs/threat-model.md): that the inputs are
-left as they were (reported by the learner's process, where learner code could make it up), and
-that embed_via_onehot is a product (its NaN columns, which a lookup that marks the columns of
-non-finite rows as NaN produces too).
+alone (``autograder/suites/bans.py``), outside the learner's reach. Two checks earn their
+points behind the rules (``bans.certify``; docs/threat-model.md): that the inputs are left as
+they were (reported by the learner's process), and that embed_via_onehot is a product (its
+NaN columns, which only a costlier imitation of the product gives too).
 """
 
 from __future__ import annotations

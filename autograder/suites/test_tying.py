@@ -14,10 +14,9 @@ holding the same checkpoint, computed here. So the points are earned by what a t
 computes: loading wte.weight alone loads the head (h @ E^T, also after ``.to()``), the tie
 keeps the embedding's matrix, and an untied model keeps two. Whether the head is the very same
 Parameter (the logits follow an in-place change of wte.weight, its .grad holds both uses, one
-SGD step over ``parameters()`` moves it once) is observed in the learner's process, where
-learner code could forge it: those checks name the mistake and carry no points (rubric.toml;
-docs/threat-model.md). The facts a probe reports (same object, same storage, the
-parameter count) only pick the message.
+SGD step over ``parameters()`` moves it once) is observed in the learner's process: those
+checks earn their points behind the rules (``bans.certify``; docs/threat-model.md). The facts
+a probe reports (same object, same storage, the parameter count) only pick the message.
 """
 
 from __future__ import annotations

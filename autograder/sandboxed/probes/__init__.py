@@ -17,8 +17,8 @@ compute the expected values from that same state with lumen, in the grader's pro
 Replies carry the VALUES the learner's code computed (rows looked up, logits, gradients), and
 a check earns points only where producing the right value is itself the required behaviour.
 Structural facts (``same_object``, a parameter count, the recorded calls, an input changed in
-place) are observed here, so learner code can forge them: they choose the message, and the
-checks built on them carry no points (docs/threat-model.md).
+place) are observed here, where only code the rules refuse could forge them: they choose the
+message, and the checks built on them earn points behind the rules (``bans.certify``).
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Every value check compares with PyTorch's own lookup (``F.embedding``) computed in the grader,
 on the grader's matrix copied into the layer. What the learner's process reports about itself
-(the weight's type, the ids afterwards) is structural: those checks carry 0 points
-(docs/threat-model.md) and their mistakes lose the points in the value checks.
+(the weight's type, the ids afterwards) is observed there: those checks earn their points
+behind the rules (``bans.certify``; docs/threat-model.md).
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ PROMISES: list[Promise] = [
     # Embedding.__init__ (documented by the class)
     Promise(INIT, "vocab_size: V, the number of tokens (rows).",
             "Embedding(11, 6) and Embedding(vocab_size=11, d_model=6): a (V, d) matrix W "
-            "loaded as 'weight', rows W[ids] looked up, one SGD step (structural); the lookups "
+            "loaded as 'weight', rows W[ids] looked up, one SGD step (certified); the lookups "
             "of every other check, V from 8 to 70,000",
             "test_embedding.py::test_weight_is_a_parameter",
             "test_embedding.py::test_weight_is_a_registered_v_by_d_parameter"),
     Promise(INIT, "d_model: d, the width of each row (the residual stream's width).",
-            f"Embedding(11, 6) as above (structural); {SHAPES}: output (..., d)",
+            f"Embedding(11, 6) as above (certified); {SHAPES}: output (..., d)",
             "test_embedding.py::test_lookup_every_shape",
             "test_embedding.py::test_weight_is_a_registered_v_by_d_parameter"),
     Promise(INIT, "std: standard deviation of the N(0, std^2) initialisation",
@@ -70,7 +70,7 @@ PROMISES: list[Promise] = [
             "test_embedding.py::test_ids_at_the_edges_of_their_dtype"),
     Promise(FORWARD, "Contiguous or not (flatten with ``reshape``, not ``view``), and left as "
             "they were", "transposed and strided ids (values); the ids of every shape "
-            "afterwards, values and version counter (structural)",
+            "afterwards, values and version counter (certified)",
             "test_embedding.py::test_ids_are_left_unchanged",
             "test_embedding.py::test_forward_leaves_the_ids_as_they_were"),
     Promise(FORWARD, "row ``ids[...]`` of ``weight``, exactly", f"{SHAPES}, {DEVICES}: "

@@ -43,7 +43,7 @@ PROMISES: list[Promise] = [
     Promise(RESET, "In place: the same Parameter object afterwards (an optimiser or a tied "
             "lm_head holds it)",
             "Embedding(500, 64, std=0.05).to(float64), weight all 7s, an SGD optimiser built "
-            "first: its step must move the rows forward returns (structural)",
+            "first: its step must move the rows forward returns (certified)",
             "test_init.py::test_reset_refills_in_place",
             "test_init.py::test_reset_parameters_refills_in_place"),
     Promise(RESET, "of the same dtype and device (the layer may have been converted with "
@@ -74,7 +74,7 @@ PROMISES: list[Promise] = [
             "test_init.py::test_scale_output",
             "test_init.py::test_scale_output_gradient_and_input"),
     Promise(SCALE, "``x`` is left as it was (no ``x.mul_``)",
-            "(3, 5, 16) float64, scale on and off: x afterwards (structural)",
+            "(3, 5, 16) float64, scale on and off: x afterwards (certified)",
             "test_init.py::test_scale_output_leaves_its_input",
             "test_init.py::test_scale_output_gradient_and_input"),
     Promise(SCALE, "``(..., d_model)`` (one row ``(d_model,)``, or none at all, such as ``(0, "

@@ -3,8 +3,8 @@
 Compared with lumen on seeded tables whose deciding scores are at least GAP apart, or on exact
 tables of +-1 times powers of two whose ties are real (``test_neighbours``'s docstring). The
 learner's ``_top_k`` is reached through cosine_neighbours and analogy, which it ranks for (it
-may be folded into them). That the arguments are left as they were is structural (0 points;
-docs/threat-model.md).
+may be folded into them). That the arguments are left as they were is observed in the
+learner's process and earns its points behind the rules (``bans.certify``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ PROMISES: list[Promise] = [
     # cosine_similarity
     Promise(COSINE, "a: ``(..., d)``, for any d (1 and 2 too); left as it was",
             f"(6, d) pairs for d = 8 {DEVICES}, and d = 2, 1; the inputs afterwards "
-            "(structural, test_inputs_are_left_unchanged)",
+            "(certified, test_inputs_are_left_unchanged)",
             "test_neighbours.py::test_cosine_similarity_values",
             "test_neighbours.py::test_eps_dtype_and_short_vectors"),
     Promise(COSINE, "b: ``(..., d)``, broadcastable against ``a`` as in ``a * b``",
@@ -79,7 +79,7 @@ PROMISES: list[Promise] = [
             "test_neighbours.py::test_ties_go_to_the_smaller_id"),
     # cosine_neighbours
     Promise(NEIGHBOURS, "E: the embedding table, ``(V, d)``; left as it was (never normalised "
-            "in place).", f"{TABLE}; the table afterwards (structural)",
+            "in place).", f"{TABLE}; the table afterwards (certified)",
             "test_neighbours.py::test_inputs_are_left_unchanged",
             "test_neighbours.py::test_inputs_are_left_unchanged"),
     Promise(NEIGHBOURS, "token: a row index, whose own row is excluded by index, so a "
@@ -118,7 +118,7 @@ PROMISES: list[Promise] = [
             "test_neighbours.py::test_k_from_one_to_the_rows_that_may_be_returned"),
     # analogy
     Promise(ANALOGY, "E: the embedding table, ``(V, d)``; left as it was. Build the query out "
-            "of place", "a (12, 5) table: the table afterwards (structural); its values in "
+            "of place", "a (12, 5) table: the table afterwards (certified); its values in "
             "every later call", "test_neighbours.py::test_inputs_are_left_unchanged",
             "test_neighbours.py::test_inputs_are_left_unchanged"),
     Promise(ANALOGY, "a, b, c: row indices (ints).",

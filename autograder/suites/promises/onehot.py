@@ -3,8 +3,8 @@
 Compared with lumen (and ``weight[ids]``) exactly: a one-hot holds zeros and ones, so the
 product has no rounding to forgive. The ids never hold the last class (``test_onehot._ids``),
 so a length guessed from ``ids.max() + 1`` always shows. That the inputs are left as they
-were, and that embed_via_onehot is a product, are structural (0 points;
-docs/threat-model.md).
+were, and that embed_via_onehot is a product, earn their points behind the rules
+(``bans.certify``; docs/threat-model.md).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ PROMISES: list[Promise] = [
             "test_onehot.py::test_integer_ids_accepted",
             "test_onehot.py::test_ids_at_the_edges_of_their_dtype"),
     Promise(ONE_HOT, "Left as they were: no ``ids.unsqueeze_(-1)``",
-            f"{SHAPES}: the ids afterwards, values and version counter (structural)",
+            f"{SHAPES}: the ids afterwards, values and version counter (certified)",
             "test_onehot.py::test_ids_and_weight_are_left_unchanged",
             "test_onehot.py::test_one_hot_leaves_the_ids_alone"),
     Promise(ONE_HOT, "num_classes: V, the length of each one-hot vector. Always given, never "
@@ -54,7 +54,7 @@ PROMISES: list[Promise] = [
     # embed_via_onehot
     Promise(EMBED, "weight: the embedding matrix E, ``(V, d)``; left as it was.",
             f"float32 and float64 (13, 5) weights with rows of very different sizes, {SHAPES}; "
-            "the weight afterwards (structural)",
+            "the weight afterwards (certified)",
             "test_onehot.py::test_embed_via_onehot_is_the_lookup",
             "test_onehot.py::test_embed_via_onehot_selects_rows"),
     Promise(EMBED, "ids: token ids as in ``one_hot``: any shape, any integer dtype, contiguous "
@@ -74,7 +74,7 @@ PROMISES: list[Promise] = [
             "test_onehot.py::test_embed_via_onehot_selects_rows"),
     Promise(EMBED, "Compute the product: every row of E takes part.",
             "float32 and float64 (12, 5) weights with an inf and a NaN in rows no id selects: "
-            "their columns must be NaN (structural)",
+            "their columns must be NaN (certified)",
             "test_onehot.py::test_embed_via_onehot_is_a_product",
             "test_onehot.py::test_embed_via_onehot_is_a_product"),
 ]

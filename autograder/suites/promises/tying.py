@@ -2,8 +2,8 @@
 
 The values are earned on the grader's checkpoint (``values.grader_state``) loaded into the
 learner's model, against lumen's GPT-2 holding the same checkpoint. Whether the head is the
-very same Parameter is observed in the learner's process: those checks are structural (0
-points, docs/threat-model.md) and their mistakes lose the points in the value checks.
+very same Parameter is observed in the learner's process: those checks earn their points
+behind the rules (``bans.certify``; docs/threat-model.md).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ PROMISES: list[Promise] = [
     Promise(TIE, "``lm_head.weight`` must be the very same Parameter as ``wte.weight`` (not a "
             "copy, not a view)",
             f"{TINY} tied, {LOADED}: logits h @ (E + delta)^T and wte.weight.grad holding both "
-            "uses (structural; the values carry the points)",
+            "uses (certified)",
             "test_tying.py::test_tied_head_is_the_embedding",
             "test_tying.py::test_tied_head_is_the_same_parameter"),
     Promise(TIE, "so the logits are ``h @ E.T``", f"{SQUARE}, {LOADED}, float32 on the CPU",
@@ -36,11 +36,11 @@ PROMISES: list[Promise] = [
             "test_tying.py::test_tied_logits_are_h_times_the_table_transposed"),
     Promise(TIE, "``parameters()`` counts it once",
             f"{TINY} tied and untied, the grader's checkpoint, one SGD step with weight decay "
-            "over parameters() (structural)",
+            "over parameters() (certified)",
             "test_tying.py::test_parameter_count",
             "test_tying.py::test_tied_counts_the_table_once"),
     Promise(TIE, "both uses of E add to its one gradient",
-            f"{TINY} tied, {LOADED}, sum(logits * grad) backward: wte.weight.grad (structural)",
+            f"{TINY} tied, {LOADED}, sum(logits * grad) backward: wte.weight.grad (certified)",
             "test_tying.py::test_tied_head_is_the_embedding",
             "test_tying.py::test_every_row_gets_gradient_from_the_output_side"),
     Promise(TIE, "the tie survives ``.to(device)`` and a state_dict round trip (loading "
