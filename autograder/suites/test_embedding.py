@@ -54,7 +54,8 @@ if TYPE_CHECKING:
 STAGE = "embedding"
 MODULE = "embeddings"
 SHAPES = {(): "a single id (0-D)", (7,): "a sequence (1-D)", (3, 5): "a batch (2-D)",
-          (2, 3, 4): "a 3-D block of ids", (0,): "no ids at all (an empty sequence)"}
+          (2, 3, 4): "a 3-D block of ids", (0,): "no ids at all (an empty sequence)",
+          (1, 4): "a batch of one sequence", (3, 1): "sequences of one id each"}
 EMBEDDING = "Embedding(vocab_size, d_model, std=0.02, scale=False)"
 CHECK_IDS = "check_ids(ids, vocab_size)"
 #: The lookup's fix when the ids' dtype is not what went wrong.

@@ -360,7 +360,9 @@ def _gradient_is(grad: object, upstream: torch.Tensor, factor: float, what: str,
 SCALE_CASES = ((16, True, (3, 5), torch.float64), (10, True, (3, 5), torch.float64),
                (16, False, (3, 5), torch.float64), (10, True, (2, 3, 4), torch.float32),
                (64, True, (7,), torch.bfloat16), (12, True, (), torch.float32),
-               (16, True, (0, 5), torch.float64), (12, False, (4,), torch.float32))
+               (16, True, (0, 5), torch.float64), (12, False, (4,), torch.float32),
+               (9, True, (1, 4), torch.float64), (9, False, (3, 1), torch.float32),
+               (1, True, (2, 3), torch.float64))  # size-1 dimensions: a squeeze() shows
 #: How close scale_output's output and gradient must be, by dtype: a correct multiply by
 #: sqrt(d) computed another way (a float32 sqrt, torch.tensor(d).sqrt()) rounds differently.
 SCALE_RTOL = {torch.float64: 1e-6, torch.float32: 1e-5, torch.bfloat16: 1e-2}

@@ -132,8 +132,10 @@ def _pair(result: dict, what: str, k: int, device: str) -> tuple[torch.Tensor, t
         if tuple(t.shape) != (k,):
             raise Mistake(f"{what}: {name} has shape {tuple(t.shape)}, expected ({k},): one "
                           f"entry per neighbour, k = {k}")
-    if ids.is_floating_point() or ids.dtype == torch.bool:
-        raise Mistake(f"{what}: ids have dtype {ids.dtype}; ids are row indices, a LongTensor")
+    if ids.dtype != torch.int64:
+        raise Mistake(f"{what}: ids have dtype {ids.dtype}, expected torch.int64: ids are row "
+                      "indices, a LongTensor, as torch.topk and torch.argsort return them (keep "
+                      "that dtype: no .int(), no torch.tensor(list) of another dtype)")
     return ids.long(), sims.double()
 
 
@@ -347,7 +349,9 @@ def test_cosine_similarity_broadcasts(learner, seed, gen, devices):
     cases = [(_table(gen, V, d), _table(gen, 1, d)[0]),  # a table against one query
              (_table(gen, 1, d)[0], _table(gen, V, d)),  # the other way round
              (_table(gen, B, d).unsqueeze(1), _table(gen, N, d).unsqueeze(0)),  # all pairs
-             (_table(gen, 1, d)[0], _table(gen, 1, d)[0])]  # two vectors: a 0-D result
+             (_table(gen, 1, d)[0], _table(gen, 1, d)[0]),  # two vectors: a 0-D result
+             (_table(gen, 1, d), _table(gen, 1, d)[0]),  # a one-row table: (1,), not 0-D
+             (_table(gen, B, d).unsqueeze(1), _table(gen, 1, d).unsqueeze(0))]  # (B, 1)
     rule = ("a and b broadcast as in a * b, and only the last dimension (d) is summed away: "
             "reduce with dim=-1, never flatten, transpose or use a @ b")
     for a, b in cases:

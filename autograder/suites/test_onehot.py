@@ -51,7 +51,8 @@ if TYPE_CHECKING:
 STAGE = "onehot"
 MODULE = "embeddings"
 SHAPES = {(): "a single id (0-D)", (6,): "a sequence (1-D)", (2, 5): "a batch (2-D)",
-          (0,): "no ids at all (empty)"}
+          (0,): "no ids at all (empty)", (1, 4): "a batch of one sequence",
+          (3, 1): "sequences of one id each"}
 #: The vocabularies of the sweep at the edges of the ids' dtypes, at most LARGEST classes: a
 #: one-hot may be built from the rows of a V x V identity, which 33,000 classes would make
 #: 4 GB, so int16's range is passed only by stages embedding and neighbours.

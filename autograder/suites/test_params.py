@@ -82,12 +82,14 @@ def _wrapped(got: Number, want: int) -> bool:
     return isinstance(got, int) and got != want and (got - want) % INT32 == 0
 
 
-def _call(shape: dict, tied: bool, positional: bool) -> str:
-    """The call as the learner would write it."""
+def _call(shape: dict, tied: bool | None, positional: bool) -> str:
+    """The call as the learner would write it (``tied=None``: left out, its default)."""
+    given = () if tied is None else (tied,)
     if positional:
-        args = (shape["vocab_size"], shape["d_model"], shape["n_layers"], shape["n_ctx"], tied)
+        args = (shape["vocab_size"], shape["d_model"], shape["n_layers"], shape["n_ctx"], *given)
         return f"count_params({', '.join(map(str, args))})"
-    return f"count_params({', '.join(f'{k}={v}' for k, v in shape.items())}, tied={tied})"
+    keywords = [f"{k}={v}" for k, v in shape.items()] + [f"tied={t}" for t in given]
+    return f"count_params({', '.join(keywords)})"
 
 
 def _kind(entry: object) -> str:
@@ -112,7 +114,7 @@ def _numeric(entry: object) -> Number | None:
     return None
 
 
-def _count(learner, seed: int, shape: dict, tied: bool, name: str = "",
+def _count(learner, seed: int, shape: dict, tied: bool | None, name: str = "",
            positional: bool = False) -> tuple[dict[str, Number], str]:
     """The learner's count for ``shape``: (field -> number, the call as written)."""
     what = _call(shape, tied, positional) + (f" ({name})" if name else "")
@@ -187,7 +189,8 @@ def _total_hint(diff: Number, shape: dict, tied: bool, name: str) -> str:
 
 
 def test_gpt2_totals(learner, seed):
-    """the totals of GPT-2's four sizes, tied (124,439,808 for gpt2) and untied (163,037,184)"""
+    """the totals of GPT-2's four sizes, tied (124,439,808 for gpt2) and untied (163,037,184);
+    the docstring's example, count_params(50257, 768, 12, 1024) with tied left out, is tied"""
     for name in ref.PRESETS:
         shape = _preset(name)
         for tied in (True, False):
@@ -196,6 +199,16 @@ def test_gpt2_totals(learner, seed):
             if got != want:
                 hint = _total_hint(got - want, shape, tied, name)
                 raise Mistake(f"{what}: total {got:,}, expected {want:,}: {hint}")
+    shape = _preset("gpt2")
+    for positional in (True, False):
+        fields, what = _count(learner, seed, shape, None, positional=positional)
+        want = ref.count_params(**shape).total
+        if fields["total"] != want:
+            hint = ("tied defaults to True, as the stub's signature says (tied: bool = True)"
+                    if fields["total"] == ref.count_params(**shape, tied=False).total else
+                    _total_hint(fields["total"] - want, shape, True, "gpt2"))
+            raise Mistake(f"{what}: total {fields['total']:,}, expected {want:,}, the "
+                          f"docstring's own example: {hint}")
 
 
 WRAPPED = ("the right count wrapped around 2**32: it was computed in 32-bit integers (a "

@@ -275,6 +275,15 @@ CORRECT = {
 }
 
 MISTAKES = {
+    "forward squeezes its output (ids of shape (1, 4) give (4, d))": (
+        {"embeddings:Embedding.forward": '''
+            def forward(self, ids):
+                check_ids(ids, self.vocab_size)
+                rows = self.weight[ids.to(self.weight.device, torch.long)]
+                return self.scale_output(rows).squeeze()  # "tidy" the batch dimension
+        '''},
+        "test_lookup_every_shape", "ids.shape + (d_model,)",
+    ),
     # A class of its own that is only called IndexError: no except IndexError catches it.
     "its own exceptions, named TypeError and IndexError but derived from Exception": (
         {"embeddings:check_ids": '''

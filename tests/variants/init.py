@@ -155,6 +155,16 @@ CORRECT = {
 }
 
 MISTAKES = {
+    "scale_output squeezes x (a batch of one loses its dimension)": (
+        {"embeddings:Embedding.scale_output": '''
+            def scale_output(self, x):
+                x = x.squeeze()
+                if not self.scale:
+                    return x
+                return x * math.sqrt(self.d_model)
+        '''},
+        "test_scale_output", "shape",
+    ),
     "std ignored: N(0, 1)": (
         {"embeddings:Embedding.reset_parameters": '''
             def reset_parameters(self):

@@ -104,6 +104,29 @@ CORRECT = {
 }
 
 MISTAKES = {
+    "cosine_neighbours returns its ids as int32": (
+        {"embeddings:cosine_neighbours": '''
+            def cosine_neighbours(E, token, k):
+                if isinstance(token, torch.Tensor) and token.dim() == 1:
+                    if token.shape[0] != E.shape[1]:
+                        raise ValueError("the query vector's length is not E's row length")
+                    ids, sims = _top_k(E, token.to(E.device, E.dtype), k, [])
+                else:
+                    index = _row_index(E, token, "token")
+                    ids, sims = _top_k(E, E[index], k, [index])
+                return ids.int(), sims  # "ids fit in 32 bits"
+        '''},
+        "test_neighbours_match_reference", "expected torch.int64",
+    ),
+    "cosine_similarity squeezes its result (a one-row table gives a 0-D result)": (
+        {"embeddings:cosine_similarity": '''
+            def cosine_similarity(a, b, eps=1e-8):
+                a = a / a.norm(dim=-1, keepdim=True).clamp_min(eps)
+                b = b / b.norm(dim=-1, keepdim=True).clamp_min(eps)
+                return (a * b).sum(dim=-1).squeeze()
+        '''},
+        "test_cosine_similarity_broadcasts", "shape",
+    ),
     # Issue 16's sweeps: a token at the edge of its dtype, an input given twice, a float64 table.
     "the token compared with V as it is (a uint8 255 is >= 300 in uint8)": (
         {"embeddings:cosine_neighbours": '''

@@ -73,6 +73,15 @@ CORRECT = {
 }
 
 MISTAKES = {
+    "one_hot squeezes its output (ids of shape (3, 1) give (3, V))": (
+        {"embeddings:one_hot": '''
+            def one_hot(ids, num_classes, dtype=torch.float32):
+                check_ids(ids, num_classes)
+                out = torch.zeros(*ids.shape, num_classes, dtype=dtype, device=ids.device)
+                return out.scatter_(-1, ids.unsqueeze(-1).long(), 1).squeeze()
+        '''},
+        "test_one_hot_rows", "shape",
+    ),
     # Was a correct variant until ids were sent at the edges of their dtype (issue 16): right
     # with few classes, it refuses every uint8 id when num_classes is 300 (300 wraps to 44).
     "an inline range check in the ids' own dtype (num_classes wraps in uint8 and int8)": (

@@ -53,9 +53,11 @@ SIGNATURE = ("vocab_size", "d_model", "n_layers", "n_ctx", "tied")
 def count_params(m, fields, positional=False, **shape):
     """The learner's ParamCount for ``shape`` (the five arguments by name), called by keyword
     or, with ``positional``, as ``count_params(V, d, N, n_ctx, tied)``: its type, and each of
-    ``fields`` as ``_count`` reports it."""
+    ``fields`` as ``_count`` reports it. ``tied=None`` leaves the argument out (its default)."""
+    if shape.get("tied", 0) is None:
+        del shape["tied"]
     if positional:
-        count = m["params"].count_params(*(shape[name] for name in SIGNATURE))
+        count = m["params"].count_params(*(shape[name] for name in SIGNATURE if name in shape))
     else:
         count = m["params"].count_params(**shape)
     return {"type": type(count).__name__,
