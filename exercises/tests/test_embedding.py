@@ -48,8 +48,8 @@ def test_forward_is_the_row_lookup(embeddings):
     )
 
 
-@pytest.mark.parametrize("shape", [(), (5,), (2, 3, 4), (4, 0)],
-                         ids=["0-d", "1-d", "3-d", "empty"])
+@pytest.mark.parametrize("shape", [(), (5,), (2, 3, 4), (4, 0), (1, 4), (3, 1)],
+                         ids=["0-d", "1-d", "3-d", "empty", "a batch of one", "length one"])
 def test_ids_of_any_shape(embeddings, shape):
     emb = embeddings.Embedding(10, 3)
     ids = torch.randint(0, 10, shape)

@@ -153,6 +153,11 @@ def test_scale_output_gradient_and_input(embeddings, scale):
         "never x.mul_ or x *= ..."
     )
     assert out.dtype == torch.float64, f"scale_output turned float64 rows into {out.dtype}"
+    one = layer.scale_output(torch.randn(1, 16, dtype=torch.float64))
+    assert tuple(one.shape) == (1, 16), (
+        f"scale_output turned x of shape (1, 16) into {tuple(one.shape)}: keep x's shape "
+        "(no squeeze())"
+    )
     assert out.requires_grad, (
         "no gradient can flow through scale_output: its output is cut off from autograd "
         "(.detach(), .data or torch.no_grad()), so the embedding would never train"

@@ -94,6 +94,11 @@ def test_cosine_similarity_broadcasts(embeddings):
     torch.testing.assert_close(out, F.cosine_similarity(a, b, dim=-1))
     one = embeddings.cosine_similarity(torch.randn(6), torch.randn(6))
     assert one.dim() == 0, f"two vectors (d,) give one number, shape (); got {tuple(one.shape)}"
+    row = embeddings.cosine_similarity(torch.randn(1, 6), torch.randn(6))
+    assert tuple(row.shape) == (1,), (
+        f"a one-row table (1, d) against a vector (d,) gives shape (1,), got {tuple(row.shape)}: "
+        "keep every dimension but the last (no squeeze())"
+    )
 
 
 def test_a_zero_vector_scores_zero_not_nan(embeddings):

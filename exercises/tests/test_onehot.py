@@ -15,7 +15,8 @@ pytestmark = pytest.mark.onehot
 INTEGER_DTYPES = [torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8]
 
 
-@pytest.mark.parametrize("shape", [(), (6,), (4, 5)], ids=["0-d", "1-d", "2-d"])
+@pytest.mark.parametrize("shape", [(), (6,), (4, 5), (1, 4), (3, 1)],
+                         ids=["0-d", "1-d", "2-d", "a batch of one", "length one"])
 def test_one_hot_matches_pytorch(embeddings, shape):
     ids = torch.randint(0, 10, shape)
     out = embeddings.one_hot(ids, 10)

@@ -282,7 +282,7 @@ MISTAKES = {
                 rows = self.weight[ids.to(self.weight.device, torch.long)]
                 return self.scale_output(rows).squeeze()  # "tidy" the batch dimension
         '''},
-        "test_lookup_every_shape", "ids.shape + (d_model,)",
+        "test_lookup_every_shape", "a batch of one sequence",
     ),
     # A class of its own that is only called IndexError: no except IndexError catches it.
     "its own exceptions, named TypeError and IndexError but derived from Exception": (

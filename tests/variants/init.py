@@ -163,7 +163,7 @@ MISTAKES = {
                     return x
                 return x * math.sqrt(self.d_model)
         '''},
-        "test_scale_output", "shape",
+        "test_scale_output", "x of shape (1, 4, 9)",
     ),
     "std ignored: N(0, 1)": (
         {"embeddings:Embedding.reset_parameters": '''

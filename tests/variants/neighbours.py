@@ -125,7 +125,7 @@ MISTAKES = {
                 b = b / b.norm(dim=-1, keepdim=True).clamp_min(eps)
                 return (a * b).sum(dim=-1).squeeze()
         '''},
-        "test_cosine_similarity_broadcasts", "shape",
+        "test_cosine_similarity_broadcasts", "expected (1,)",
     ),
     # Issue 16's sweeps: a token at the edge of its dtype, an input given twice, a float64 table.
     "the token compared with V as it is (a uint8 255 is >= 300 in uint8)": (

@@ -80,7 +80,7 @@ MISTAKES = {
                 out = torch.zeros(*ids.shape, num_classes, dtype=dtype, device=ids.device)
                 return out.scatter_(-1, ids.unsqueeze(-1).long(), 1).squeeze()
         '''},
-        "test_one_hot_rows", "shape",
+        "test_one_hot_rows", "a batch of one sequence",
     ),
     # Was a correct variant until ids were sent at the edges of their dtype (issue 16): right
     # with few classes, it refuses every uint8 id when num_classes is 300 (300 wraps to 44).
