@@ -157,23 +157,8 @@ def _count_params(token="vocab_size * d", position="n_ctx * d", attention="4 * d
 
 MISTAKES = {
     "count_params untied by default (tied=False)": (
-        {"params:count_params": '''
-            def count_params(vocab_size, d_model, n_layers, n_ctx, tied=False):
-                d = d_model
-                attention = (d * 3 * d + 3 * d) + (d * d + d)  # c_attn, c_proj (weights + biases)
-                mlp = (d * 4 * d + 4 * d) + (4 * d * d + d)  # c_fc, c_proj
-                layer_norms = 2 * (2 * d)  # ln_1, ln_2: a scale and a shift each
-                counts = {
-                    "token_embedding": vocab_size * d,
-                    "position_embedding": n_ctx * d,
-                    "attention": n_layers * attention,
-                    "mlp": n_layers * mlp,
-                    "layer_norms": n_layers * layer_norms,
-                    "final_norm": 2 * d,
-                    "lm_head": 0 if tied else d * vocab_size,  # tied: the same V x d matrix, counted once
-                }
-                return ParamCount(**counts, total=sum(counts.values()))
-        '''},
+        {"params:count_params": _lumen_def("params", "count_params").replace(
+            "tied: bool = True", "tied: bool = False", 1)},
         "test_gpt2_totals", "tied defaults to True",
     ),
     "the tied head counted": (
