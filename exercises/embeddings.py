@@ -72,8 +72,10 @@ grader's checks call as it is: setting or deleting an attribute of its modules o
 (``F.linear = ...``, ``torch.Tensor.x = ...``, ``nn.Linear.forward = ...``, ``setattr(F,
 'linear', f)``) or handing one of its modules on as a value (``f(F)``, ``self.F = F``);
 and a file the grader cannot read within its limits (an expression nested more than 100
-deep, more than 100,000 parts). Only the two "written by hand" tests depend on this; every
-other test looks at what your code computes.
+deep, more than 100,000 parts). The two "written by hand" tests depend on this, and so do
+nine checks that see what only your code's process can see (an input left as it was, a
+registered Parameter, the product, one shared table, the parameter count, a refill in place):
+rules.py names them. Every other test looks at what your code computes.
 Comments, strings and the bodies of ``if __name__ == "__main__":``, ``if TYPE_CHECKING:``
 (after ``from typing import TYPE_CHECKING`` at the top) and ``if False:`` are not read, as
 long as nothing in your files rebinds those names, so a self-check against F.one_hot may live
@@ -315,7 +317,8 @@ def cosine_similarity(a: Tensor, b: Tensor, eps: float = 1e-8) -> Tensor:
 
     Returns:
         ``(...)``, the broadcast shape without the last dimension, values in [-1, 1], in the
-        inputs' dtype (float64 stays float64).
+        inputs' dtype (float64 stays float64, bfloat16 stays bfloat16); inputs of two dtypes
+        give the dtype of ``a * b`` (float32 with float64 is float64).
     """
     # YOUR CODE HERE (stage: neighbours)
     raise NotImplementedError("cosine_similarity is not implemented yet (stage 'neighbours')")
@@ -367,15 +370,16 @@ def cosine_neighbours(E: Tensor, token: int | Tensor, k: int) -> tuple[Tensor, T
         token: a row index, whose own row is excluded by index, so a duplicate of that row
             still counts as a neighbour: an int, or a 0-d tensor of any integer dtype (take
             ``int(token)``: as an index, a uint8 tensor would read as a mask, and compared
-            with V as it is, a uint8 250 is ``>= 300``). Or a query vector ``(d,)``, in which
-            case nothing is excluded.
+            with V as it is, a uint8 250 is ``>= 300``). Or a query vector ``(d,)`` of any
+            float dtype, taken in ``E``'s (``query.to(E.dtype)``), in which case nothing is
+            excluded.
         k: how many neighbours to return: from 1 to the number of rows that may be returned,
             both included (V - 1 for a token, V for a query vector).
 
     Returns:
         ``(ids, sims)``: ``ids`` a LongTensor ``(k,)`` and ``sims`` ``(k,)`` in ``E``'s dtype
-        (float64 stays float64, as ``cosine_similarity``), by descending similarity, ties
-        broken by the smaller id.
+        (float32 stays float32 and float64 stays float64, whatever the query's), by
+        descending similarity, ties broken by the smaller id.
 
     Raises:
         ValueError: ``k`` is not from 1 to the number of rows that may be returned.

@@ -42,6 +42,7 @@ STAGE = "neighbours"
 MODULE = "embeddings"
 GAP = 1e-3  # the least distance between two scores whose order decides an answer
 TOL = {"rtol": 1e-4, "atol": 1e-5}  # float32 cosines computed in another order
+BFLOAT16_TOL = {"rtol": 0.0, "atol": 0.04}  # bfloat16 inputs: 8 bits of mantissa
 COSINE = "cosine_similarity(a, b, eps=1e-8)"
 NEIGHBOURS = "cosine_neighbours(E, token, k)"
 ANALOGY = "analogy(E, a, b, c, k=1, exclude_inputs=True)"
@@ -56,7 +57,7 @@ VISIBLE: dict[str, tuple[str, ...]] = {
     "test_neighbours_match_reference": ("test_neighbours_rank_by_cosine_and_leave_out_the_token",
                                         "test_a_token_may_be_a_0d_integer_tensor",
                                         "test_a_token_at_the_edge_of_its_dtype",
-                                        "test_float64_tables_keep_float64_sims"),
+                                        "test_sims_keep_the_tables_dtype"),
     "test_k_out_of_range_refused": ("test_k_from_one_to_the_rows_that_may_be_returned",
                                     "test_analogy_with_an_input_given_twice"),
     "test_query_excluded_by_index": ("test_a_copy_of_the_token_still_counts",),
@@ -105,7 +106,8 @@ def _cosine(learner, seed: int, a: torch.Tensor, b: torch.Tensor, device: str = 
     """The learner's ``cosine_similarity(a, b[, eps])`` on ``device``, ``eps`` by name unless
     ``positional`` says otherwise (see probes._call): (output, description, probe result);
     ``hint`` explains an error."""
-    shown = [f"a of shape {tuple(a.shape)} {a.dtype}", f"b of shape {tuple(b.shape)}"]
+    shown = [f"a of shape {tuple(a.shape)} {a.dtype}", f"b of shape {tuple(b.shape)}"
+             + ("" if b.dtype == a.dtype else f" {b.dtype}")]
     shown += [] if eps is None else [str(eps)]
     split = len(shown) if positional is None else positional
     arguments = shown[:split] + [f"{n}={v}" for n, v in
@@ -143,7 +145,7 @@ def _token_text(token: object) -> str:
     if not isinstance(token, torch.Tensor):
         return f"token {token}"
     if token.dim() == 1:
-        return "a query vector"
+        return "a query vector" + ("" if token.dtype == torch.float32 else f" ({token.dtype})")
     return f"torch.tensor({int(token)}, dtype={token.dtype})"
 
 
@@ -290,8 +292,9 @@ def _cosine_mistake(out: torch.Tensor, expected: torch.Tensor, a: torch.Tensor,
 def test_cosine_similarity_values(learner, seed, gen, devices):
     """cosine_similarity is a.b / (|a| |b|): lengths cancel, values in [-1, 1], and eps counts
 
-    On every device, for d = 8, 2 and 1, in the inputs' dtype (float64 too); a given eps (by
-    position or by name) is the least length of each vector."""
+    On every device, for d = 8, 2 and 1, in the inputs' dtype (float64 and bfloat16 too; a
+    float32 a with a float64 b gives float64, as a * b); a given eps (by position or by name)
+    is the least length of each vector."""
     n, d = 6, 8
     a = _table(gen, n, d)
     b = _table(gen, n, d)
@@ -299,19 +302,23 @@ def test_cosine_similarity_values(learner, seed, gen, devices):
     b[1] = -a[1] / 8.0  # the opposite direction: cosine -1
     a[2] = a[2] * 1e-4  # a short row, far above the default eps: it still counts in full
     cases = [(a, b, devices), (_table(gen, n, 2), _table(gen, n, 2), ["cpu"]),
-             (_table(gen, n, 1), _table(gen, n, 1), ["cpu"]), (a.double(), b.double(), ["cpu"])]
+             (_table(gen, n, 1), _table(gen, n, 1), ["cpu"]), (a.double(), b.double(), ["cpu"]),
+             (a.bfloat16(), b.bfloat16(), ["cpu"]), (a, b.double(), ["cpu"])]
     for x, y, where in cases:
-        expected = ref.cosine_similarity(x, y)
+        expected = ref.cosine_similarity(x.double(), y.double())
+        dtype = torch.promote_types(x.dtype, y.dtype)
         for device in where:
             out, what, _ = _cosine(learner, seed, x, y, device)
             if tuple(out.shape) != (n,):
                 raise Mistake(f"{what}: shape {tuple(out.shape)}, expected ({n},): one cosine "
                               "per pair of rows, the last dimension (d) summed away")
-            if out.dtype != x.dtype:
-                raise Mistake(f"{what}: dtype {out.dtype}, expected {x.dtype}: compute in the "
-                              "inputs' dtype (no .float()), so float64 tables keep their "
-                              "precision")
-            if not torch.allclose(out.double(), expected.double(), **TOL):
+            if out.dtype != dtype:
+                raise Mistake(f"{what}: dtype {out.dtype}, expected {dtype}: the cosine comes "
+                              "back in the inputs' dtype, as a * b gives it (no .float(), no "
+                              "cast at the end), so float64 keeps its precision and bfloat16 "
+                              "its size")
+            tol = BFLOAT16_TOL if dtype == torch.bfloat16 else TOL
+            if not torch.allclose(out.double(), expected, **tol):
                 raise _cosine_mistake(out, expected, x, y, what)
     _check_eps(learner, seed, gen)
 
@@ -419,8 +426,8 @@ def test_neighbours_match_reference(learner, seed, gen, devices):
 
     For k = 1 to every row but the token's; the token an int or a 0-d tensor of any integer
     dtype, up to the largest value it holds on a table larger than that (a uint8 255 of a
-    300-row table); a float64 table's sims stay float64 (the analogy's too); called by position
-    and by name."""
+    300-row table); the sims in the table's dtype, float32 and float64 (the analogy's too, and
+    a float64 query vector's against a float32 table); called by position and by name."""
     V, d = 25, 8
     t = [int(i) for i in torch.randperm(V, generator=gen)[:3]]
     cases = [(t[0], 5, None), (t[1], 1, None), (t[2], V - 1, None), (t[0], 4, 0)]
@@ -436,7 +443,7 @@ def test_neighbours_match_reference(learner, seed, gen, devices):
             ids, sims, what, _ = _neighbours(learner, seed, E, token, k, device, positional)
             _token_compare(ids, sims, E, token, k, what)
     _tokens_at_their_edges(learner, seed, gen)
-    _float64_stays_float64(learner, seed, E.double(), t[0])
+    _sims_keep_the_tables_dtype(learner, seed, E, t[0])
 
 
 #: What to do with a 0-d tensor token whose dtype cannot hold V.
@@ -465,19 +472,24 @@ def _tokens_at_their_edges(learner, seed: int, gen: torch.Generator) -> None:
             raise Mistake(f"{mistake}{hint}") from None
 
 
-def _float64_stays_float64(learner, seed: int, E: torch.Tensor, token: int) -> None:
-    """The sims of a float64 table are float64, as cosine_similarity's (no .float())."""
+def _sims_keep_the_tables_dtype(learner, seed: int, E: torch.Tensor, token: int) -> None:
+    """The sims are in the table's dtype, as cosine_similarity's: float32 stays float32 and
+    float64 stays float64 (no .float(), no .double()), and a query vector of another dtype is
+    taken in the table's (a float64 query against a float32 table gives float32 sims)."""
     a, b, c = ((token + i) % E.shape[0] for i in (1, 2, 3))
-    for name, (_, _, what, result) in (
-        ("cosine_neighbours", _neighbours(learner, seed, E, token, 3)),
-        ("analogy", _analogy(learner, seed, E, a, b, c, 3)),
-    ):
-        got = result["sims"].dtype
-        if got != torch.float64:
-            raise Mistake(f"{what} on a float64 table: sims have dtype {got}, expected "
-                          f"torch.float64: {name}'s sims are cosine_similarity's, in the "
-                          "table's dtype (no .float(), no float32 buffer), so float64 keeps "
-                          "its precision")
+    for table in (E.float(), E.double()):
+        calls = [("cosine_neighbours", _neighbours(learner, seed, table, token, 3)),
+                 ("analogy", _analogy(learner, seed, table, a, b, c, 3))]
+        if table.dtype == torch.float32:
+            calls.append(("a query vector's", _neighbours(
+                learner, seed, table, table[token].double(), 3)))
+        for name, (_, _, what, result) in calls:
+            got = result["sims"].dtype
+            if got != table.dtype:
+                raise Mistake(f"{what} on a {table.dtype} table: sims have dtype {got}, "
+                              f"expected {table.dtype}: {name} sims are in the table's dtype, "
+                              "as cosine_similarity's (no .float(), no .double(), a query "
+                              "vector taken in E's dtype with query.to(E.dtype))")
 
 
 def _k_refused(learner, seed: int, probe: str, arguments: dict, what: str, allowed: int,

@@ -66,10 +66,17 @@ def test_eps_dtype_and_short_vectors(embeddings, d):
     torch.testing.assert_close(embeddings.cosine_similarity(a, b),
                                F.cosine_similarity(a, b, dim=-1),
                                msg=f"cosines of vectors with d = {d} numbers each")
-    out = embeddings.cosine_similarity(a.double(), b.double())
-    assert out.dtype == torch.float64, (
-        f"float64 inputs should give float64 cosines, got {out.dtype}: no .float()"
-    )
+    for x, y, dtype in ((a.double(), b.double(), torch.float64),
+                        (a.bfloat16(), b.bfloat16(), torch.bfloat16),
+                        (a, b.double(), torch.float64)):
+        out = embeddings.cosine_similarity(x, y)
+        assert out.dtype == dtype, (
+            f"a {x.dtype} and b {y.dtype} should give {dtype} cosines, got {out.dtype}: the "
+            "inputs' dtype, as a * b gives it (no .float(), no cast at the end)")
+        torch.testing.assert_close(out.double(), F.cosine_similarity(x.double(), y.double(),
+                                                                       dim=-1),
+                                   atol=0.04 if dtype == torch.bfloat16 else 1e-6, rtol=0,
+                                   msg=f"cosines of a {x.dtype} and b {y.dtype}")
     short = torch.nn.functional.normalize(torch.randn(4, 3), dim=-1) * torch.tensor(
         [[0.1], [0.3], [2.0], [0.2]])  # lengths mostly below eps = 0.5
     other = torch.nn.functional.normalize(torch.randn(4, 3), dim=-1) * torch.tensor(
@@ -159,13 +166,17 @@ def test_a_token_at_the_edge_of_its_dtype(embeddings, id_dtypes, dtype, V):
     assert ids.tolist() == ranked(E, E[top], exclude=[top], k=3), fix
 
 
-def test_float64_tables_keep_float64_sims(embeddings):
-    E = torch.randn(12, 5, dtype=torch.float64)
-    for name, (_, sims) in (("cosine_neighbours", embeddings.cosine_neighbours(E, 3, 4)),
-                            ("analogy", embeddings.analogy(E, 0, 1, 2, k=4))):
-        assert sims.dtype == torch.float64, (
-            f"{name} on a float64 table returned {sims.dtype} sims: they are cosine_similarity's, "
-            "in the table's dtype (no .float()), so float64 keeps its precision")
+def test_sims_keep_the_tables_dtype(embeddings):
+    for dtype in (torch.float32, torch.float64):
+        E = torch.randn(12, 5, dtype=dtype)
+        for name, (_, sims) in (
+                ("cosine_neighbours", embeddings.cosine_neighbours(E, 3, 4)),
+                ("analogy", embeddings.analogy(E, 0, 1, 2, k=4)),
+                ("a float64 query vector", embeddings.cosine_neighbours(E, E[3].double(), 4))):
+            assert sims.dtype == dtype, (
+                f"{name} on a {dtype} table returned {sims.dtype} sims: they are in the "
+                "table's dtype, as cosine_similarity's (no .float(), no .double(); a query "
+                "vector taken in E's dtype, query.to(E.dtype))")
 
 
 def test_analogy_with_an_input_given_twice(embeddings):

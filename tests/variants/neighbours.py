@@ -401,4 +401,52 @@ MISTAKES = {
         '''},
         "test_analogy_excludes_inputs", "positionally",
     ),
+    # Issue 29: dtypes other than float64.
+    "float64 sims from a float32 table (promoted for precision)": (
+        {"embeddings:cosine_neighbours": '''
+            def cosine_neighbours(E, token, k):
+                if isinstance(token, torch.Tensor) and token.dim() == 1:
+                    ids, sims = _top_k(E, token.to(E.device, E.dtype), k, [])
+                else:
+                    index = _row_index(E, token, "token")
+                    ids, sims = _top_k(E, E[index], k, [index])
+                return ids, sims.double()  # "more precise", but not in E's dtype
+        '''},
+        "test_neighbours_match_reference", "expected torch.float32",
+    ),
+    "a float64 query vector kept in float64 against a float32 table": (
+        {"embeddings:cosine_neighbours": '''
+            def cosine_neighbours(E, token, k):
+                if isinstance(token, torch.Tensor) and token.dim() == 1:
+                    if not 1 <= k <= E.shape[0]:
+                        raise ValueError(f"k must be from 1 to {E.shape[0]}, got {k}")
+                    sims = cosine_similarity(E, token.to(E.device))  # promoted to float64
+                    order = torch.sort(sims, descending=True, stable=True).indices[:k]
+                    return order, sims[order]
+                index = _row_index(E, token, "token")
+                return _top_k(E, E[index], k, [index])
+        '''},
+        "test_neighbours_match_reference", "a query vector (torch.float64)",
+    ),
+    "a bfloat16 cosine computed and returned in float32": (
+        {"embeddings:cosine_similarity": '''
+            def cosine_similarity(a, b, eps=1e-8):
+                if a.dtype in (torch.float16, torch.bfloat16):
+                    a, b = a.float(), b.float()  # half precision is too coarse for a norm
+                a = a / a.norm(dim=-1, keepdim=True).clamp_min(eps)
+                b = b / b.norm(dim=-1, keepdim=True).clamp_min(eps)
+                return (a * b).sum(dim=-1)
+        '''},
+        "test_cosine_similarity_values", "expected torch.bfloat16",
+    ),
+    "a cosine of two dtypes computed in a's dtype": (
+        {"embeddings:cosine_similarity": '''
+            def cosine_similarity(a, b, eps=1e-8):
+                b = b.to(a.dtype)  # one dtype for the arithmetic
+                a = a / a.norm(dim=-1, keepdim=True).clamp_min(eps)
+                b = b / b.norm(dim=-1, keepdim=True).clamp_min(eps)
+                return (a * b).sum(dim=-1)
+        '''},
+        "test_cosine_similarity_values", "torch.float64) on cpu: dtype torch.float32",
+    ),
 }

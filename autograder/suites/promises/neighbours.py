@@ -42,10 +42,17 @@ PROMISES: list[Promise] = [
             "cosine_neighbours", "test_neighbours.py::test_zero_vectors_score_zero",
             "test_neighbours.py::test_a_zero_vector_scores_zero_not_nan"),
     Promise(COSINE, "the broadcast shape without the last dimension, values in [-1, 1], in the "
-            "inputs' dtype (float64 stays float64)",
-            "the broadcast pairs above; same and opposite directions (1 and -1); float64 "
-            "(6, 8) pairs: dtype float64", "test_neighbours.py::test_cosine_similarity_values",
-            "test_neighbours.py::test_cosine_similarity_matches_pytorch"),
+            "inputs' dtype (float64 stays float64, bfloat16 stays bfloat16)",
+            "the broadcast pairs above; same and opposite directions (1 and -1); (6, 8) pairs "
+            "in float64 and in bfloat16: dtype kept",
+            "test_neighbours.py::test_cosine_similarity_values",
+            "test_neighbours.py::test_eps_dtype_and_short_vectors",
+            edges=("float dtypes",), mutant="a bfloat16 cosine computed and returned in float32"),
+    Promise(COSINE, "inputs of two dtypes give the dtype of ``a * b`` (float32 with float64 is "
+            "float64).", "(6, 8) pairs, a float32 and b float64: dtype float64",
+            "test_neighbours.py::test_cosine_similarity_values",
+            "test_neighbours.py::test_eps_dtype_and_short_vectors",
+            edges=("mixed dtypes",), mutant="a cosine of two dtypes computed in a's dtype"),
     # _top_k, reached through cosine_neighbours and analogy
     Promise(TOP_K, "E: the table, ``(V, d)``.", f"{TABLE}; {EDGES}",
             "test_neighbours.py::test_neighbours_match_reference",
@@ -94,7 +101,12 @@ PROMISES: list[Promise] = [
     Promise(NEIGHBOURS, "compared with V as it is, a uint8 250 is ``>= 300``", EDGES,
             "test_neighbours.py::test_neighbours_match_reference",
             "test_neighbours.py::test_a_token_at_the_edge_of_its_dtype"),
-    Promise(NEIGHBOURS, "Or a query vector ``(d,)``, in which case nothing is excluded.",
+    Promise(NEIGHBOURS, "Or a query vector ``(d,)`` of any float dtype, taken in ``E``'s "
+            "(``query.to(E.dtype)``)", "a float64 query vector against a float32 (25, 8) "
+            "table: float32 sims", "test_neighbours.py::test_neighbours_match_reference",
+            "test_neighbours.py::test_sims_keep_the_tables_dtype", edges=("mixed dtypes",),
+            mutant="a float64 query vector kept in float64 against a float32 table"),
+    Promise(NEIGHBOURS, "in which case nothing is excluded.",
             "a (20, 8) table and a query equal to one of its rows",
             "test_neighbours.py::test_query_vector_excludes_nothing",
             "test_neighbours.py::test_a_query_vector_leaves_nothing_out"),
@@ -104,10 +116,12 @@ PROMISES: list[Promise] = [
             "test_neighbours.py::test_k_out_of_range_refused",
             "test_neighbours.py::test_k_from_one_to_the_rows_that_may_be_returned"),
     Promise(NEIGHBOURS, "``ids`` a LongTensor ``(k,)`` and ``sims`` ``(k,)`` in ``E``'s dtype "
-            "(float64 stays float64, as ``cosine_similarity``), by descending similarity",
+            "(float32 stays float32 and float64 stays float64, whatever the query's), by "
+            "descending similarity",
             f"{TABLE}, k = 1, 4, 5, 24, {DEVICES}, by position and by name; the same table in "
-            "float64", "test_neighbours.py::test_neighbours_match_reference",
-            "test_neighbours.py::test_float64_tables_keep_float64_sims"),
+            "float32 and float64", "test_neighbours.py::test_neighbours_match_reference",
+            "test_neighbours.py::test_sims_keep_the_tables_dtype", edges=("float dtypes",),
+            mutant="float64 sims from a float32 table (promoted for precision)"),
     Promise(NEIGHBOURS, "ties broken by the smaller id.",
             "exact (40, 16) tables, k cutting a tie",
             "test_neighbours.py::test_ties_go_to_smaller_id",
