@@ -64,15 +64,17 @@ class ParamCount:
     @property
     def embedding_share(self) -> float:
         """The token embedding's fraction of all parameters, ``token_embedding / total``, for
-        whatever counts this ParamCount holds: a float (0.31 for GPT-2 small, tied), not a
-        percentage."""
+        whatever counts this ParamCount holds (one filled in by hand too: use its fields, never
+        a config worked back from them): a float, as ``/`` gives it (0.31 for GPT-2 small,
+        tied), not a percentage and not a ``Fraction``."""
         # YOUR CODE HERE (stage: params)
         raise NotImplementedError(
             "ParamCount.embedding_share is not implemented yet (stage 'params')"
         )
 
     def memory_bytes(self, dtype: str | torch.dtype = "fp32") -> int:
-        """Bytes to store every parameter once in ``dtype``: ``total`` x bytes per number.
+        """Bytes to store every parameter once in ``dtype``: this record's ``total`` x bytes per
+        number.
 
         Args:
             dtype: "fp32" (4 bytes a number, the default), "fp16" or "bf16" (2 each), or the
@@ -83,8 +85,9 @@ class ParamCount:
             A whole number of bytes (an int, as the counts are: use ``//``, never ``/``).
 
         Raises:
-            ValueError: for any other dtype, a torch one too (torch.float64, torch.int8); the
-                message lists the ones understood.
+            ValueError: for any other dtype, a torch one too (torch.float64, torch.int8),
+                and for the names spelled otherwise ("FP16", "float16": the names are exact);
+                the message lists the ones understood.
         """
         # YOUR CODE HERE (stage: params)
         raise NotImplementedError("ParamCount.memory_bytes is not implemented yet (stage 'params')")

@@ -153,7 +153,9 @@ def _number(value: object, what: str) -> float:
     _refused(value, what)
     if isinstance(value, bool) or not isinstance(value, int | float):
         kind = value.get("type") if isinstance(value, dict) else type(value).__name__
-        raise Mistake(f"{what} returned a {kind}, expected a plain Python number")
+        raise Mistake(f"{what} returned a {kind}, expected a float (a plain Python number, "
+                      "as token_embedding / total gives it: no Fraction, no numpy or torch "
+                      "scalar)")
     return values.comparable(value)
 
 
@@ -306,9 +308,23 @@ def _counts(shape: dict, tied: bool) -> dict[str, int]:
     return dataclasses.asdict(ref.count_params(**shape, tied=tied))
 
 
-def _described(shape: dict, tied: bool, name: str) -> str:
+def _described(shape: dict | None, tied: bool, name: str, counts: dict | None = None) -> str:
+    """The record a method is asked of, for a message (``shape`` None: built by hand)."""
+    if shape is None:
+        return f"ParamCount({', '.join(f'{k}={v}' for k, v in (counts or {}).items())}), " \
+               "built by hand (its fields fit no config: use them as they are)"
     size = name or ", ".join(f"{k}={v}" for k, v in shape.items())
     return f"the ParamCount of {size}, {'tied' if tied else 'untied'}"
+
+
+def _by_hand(gen: torch.Generator) -> dict[str, int]:
+    """A ParamCount's fields as a caller may fill them in by hand: whole numbers that add up
+    to ``total`` but fit no config (an odd final_norm, a token_embedding with no d_model), so
+    a method that works back to a config and counts again gives another answer."""
+    fields = [f.name for f in dataclasses.fields(ref.ParamCount) if f.name != "total"]
+    parts = {name: int(n) for name, n in zip(
+        fields, torch.randint(1, 10**6, (len(fields),), generator=gen) * 2 + 1, strict=True)}
+    return {**parts, "total": sum(parts.values())}
 
 
 def _methods(learner, seed: int, counts: dict, what: str, **asked) -> dict:
@@ -318,12 +334,16 @@ def _methods(learner, seed: int, counts: dict, what: str, **asked) -> dict:
 
 
 def test_embedding_share(learner, seed, gen):
-    """embedding_share is token_embedding / total: 0.31 for gpt2 tied, less for larger models"""
+    """embedding_share is token_embedding / total: 0.31 for gpt2 tied, less for larger models
+
+    For GPT-2's sizes, a shape of this run's own, and a record built by hand whose fields fit
+    no config: the share of whatever counts the record holds, a float."""
     cases = [(_preset("gpt2"), True, "gpt2"), (_preset("gpt2"), False, "gpt2"),
-             (_preset("gpt2-xl"), True, "gpt2-xl"), (_random_shape(gen), True, "")]
+             (_preset("gpt2-xl"), True, "gpt2-xl"), (_random_shape(gen), True, ""),
+             (None, True, "by hand")]
     for shape, tied, name in cases:
-        counts = _counts(shape, tied)
-        what = f"embedding_share of {_described(shape, tied, name)}"
+        counts = _by_hand(gen) if shape is None else _counts(shape, tied)
+        what = f"embedding_share of {_described(shape, tied, name, counts)}"
         got = _number(_methods(learner, seed, counts, what, share=True)["embedding_share"], what)
         token, total = counts["token_embedding"], counts["total"]
         want = token / total
@@ -369,10 +389,14 @@ def _memory_hint(got: Number, total: int, bytes_per: int, spec: str) -> str:
 
 
 def test_memory_bytes(learner, seed, gen):
-    """memory_bytes: 4 bytes per number in fp32 (the default), 2 in fp16 and bf16, torch's too"""
-    for shape, tied, name in ((_preset("gpt2"), True, "gpt2"), (_random_shape(gen), False, "")):
-        counts = _counts(shape, tied)
-        total, described = counts["total"], _described(shape, tied, name)
+    """memory_bytes: 4 bytes per number in fp32 (the default), 2 in fp16 and bf16, torch's too
+
+    For gpt2, a shape of this run's own, and a record built by hand: total x bytes per number
+    of the record's own total."""
+    for shape, tied, name in ((_preset("gpt2"), True, "gpt2"), (_random_shape(gen), False, ""),
+                              (None, True, "by hand")):
+        counts = _by_hand(gen) if shape is None else _counts(shape, tied)
+        total, described = counts["total"], _described(shape, tied, name, counts)
         memory = _methods(learner, seed, counts, described, dtypes=list(SIZES))["memory"]
         for spec, bytes_per in SIZES.items():
             where = f"{_memory_call(spec)} of {described}"
@@ -397,7 +421,8 @@ def test_memory_bytes(learner, seed, gen):
 
 
 #: Dtypes memory_bytes does not understand: made-up names, and torch dtypes other than the three.
-UNKNOWN = ("fp12", "int3", "torch.float64", "torch.int8")
+#: The names are exact: another spelling of a known one is unknown too.
+UNKNOWN = ("fp12", "int3", "torch.float64", "torch.int8", "FP16", "Bf16", "float16")
 
 
 def test_unknown_dtype_refused(learner, seed):

@@ -190,9 +190,14 @@ def test_memory_bytes(params):
         except TypeError:
             pytest.fail(f"{call} is {got!r}, a {type(got).__name__}: bytes are a whole number "
                         "(an int); use // rather than /")
+    by_hand = params.ParamCount(token_embedding=301, position_embedding=99, attention=401,
+                                mlp=151, layer_norms=21, final_norm=7, lm_head=21, total=1001)
+    assert by_hand.memory_bytes("fp16") == 2002, (
+        "memory_bytes('fp16') of a ParamCount filled in by hand (total=1001) is 1001 x 2 = "
+        f"2002 bytes, from its own total; got {by_hand.memory_bytes('fp16')!r}")
 
 
-@pytest.mark.parametrize("dtype", ["int3", "fp12", torch.float64, torch.int8])
+@pytest.mark.parametrize("dtype", ["int3", "fp12", torch.float64, torch.int8, "FP16", "float16"])
 def test_unknown_dtype_is_refused(params, dtype):
     count = params.count_params(**shape(params, "gpt2"))
     try:

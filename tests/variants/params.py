@@ -303,4 +303,50 @@ MISTAKES = {
         '''},
         "test_unknown_dtype_refused", "raised KeyError",
     ),
+    # Issue 29: records made by hand, the float promised, names as written.
+    "embedding_share from a config worked back out of the record": (
+        {"params:ParamCount.embedding_share": '''
+            @property
+            def embedding_share(self):
+                d = self.final_norm // 2  # ln_f holds 2 d numbers, so the rest follows
+                again = count_params(self.token_embedding // d, d, self.layer_norms // (4 * d),
+                                     self.position_embedding // d, tied=self.lm_head == 0)
+                return again.token_embedding / again.total
+        '''},
+        "test_embedding_share", "built by hand",
+    ),
+    "memory_bytes from a config worked back out of the record": (
+        {"params:ParamCount.memory_bytes": '''
+            def memory_bytes(self, dtype="fp32"):
+                name = _TORCH_DTYPES.get(dtype, dtype) if isinstance(dtype, torch.dtype) else dtype
+                if name not in DTYPE_BYTES:
+                    raise ValueError(f"unknown dtype {dtype!r}; use one of {', '.join(DTYPE_BYTES)}")
+                d = self.final_norm // 2
+                again = count_params(self.token_embedding // d, d, self.layer_norms // (4 * d),
+                                     self.position_embedding // d, tied=self.lm_head == 0)
+                return again.total * DTYPE_BYTES[name]
+        '''},
+        "test_memory_bytes", "built by hand",
+    ),
+    "embedding_share as an exact Fraction": (
+        {"params:ParamCount.embedding_share": '''
+            @property
+            def embedding_share(self):
+                from fractions import Fraction
+
+                return Fraction(self.token_embedding, self.total)  # exact, no rounding
+        '''},
+        "test_embedding_share", "returned a Fraction",
+    ),
+    "dtype names matched in any case": (
+        {"params:ParamCount.memory_bytes": '''
+            def memory_bytes(self, dtype="fp32"):
+                name = _TORCH_DTYPES.get(dtype, dtype) if isinstance(dtype, torch.dtype) else dtype
+                name = name.lower() if isinstance(name, str) else name  # "FP16" is fp16 too?
+                if name not in DTYPE_BYTES:
+                    raise ValueError(f"unknown dtype {dtype!r}; use one of {', '.join(DTYPE_BYTES)}")
+                return self.total * DTYPE_BYTES[name]
+        '''},
+        "test_unknown_dtype_refused", "memory_bytes('FP16')",
+    ),
 }

@@ -4,7 +4,6 @@ ParamCount the grader filled in (its embedding_share and memory_bytes), as plain
 
 from __future__ import annotations
 
-import numbers
 import operator
 from collections.abc import Callable
 
@@ -26,14 +25,17 @@ def _count(value: object) -> dict:
 
 
 def _number(get: Callable) -> object:
-    """``get()`` if it gives a real number (numpy's too, not a bool), as a float or int; else
-    its exception, or its type, as data."""
+    """``get()`` if it gives a float (numpy's float64, a float subclass, too) or an int, as
+    a plain float or int; else its exception, or its type, as data (a Fraction or a float32
+    is a number, but not the float the docstring promises)."""
     try:
         value = get()
     except Exception as exc:  # noqa: BLE001 - a refusal is a result here
         return refusal(exc)
-    if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        return value if type(value) in (int, float) else float(value)  # np.float32 too
+    if isinstance(value, float):
+        return float.__float__(value)  # the value itself, whatever the subclass says
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int.__index__(value)
     return {"type": type(value).__name__}
 
 

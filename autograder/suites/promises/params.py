@@ -95,14 +95,25 @@ PROMISES: list[Promise] = [
             f"{FILLED}: the learner's count_params plays no part",
             "test_params.py::test_embedding_share",
             "test_params.py::test_embedding_share_of_any_count"),
-    Promise(SHARE, "a float (0.31 for GPT-2 small, tied), not a percentage.",
-            "gpt2 tied (0.31), gpt2 untied, gpt2-xl tied: a real number, 100x named",
+    Promise(SHARE, "(one filled in by hand too: use its fields, never a config worked back "
+            "from them)", "a record built by hand: odd whole numbers that add up to its total "
+            "and fit no config", "test_params.py::test_embedding_share",
+            "test_params.py::test_embedding_share_of_any_count", edges=("by hand",),
+            mutant="embedding_share from a config worked back out of the record"),
+    Promise(SHARE, "a float, as ``/`` gives it (0.31 for GPT-2 small, tied), not a percentage "
+            "and not a ``Fraction``.",
+            "gpt2 tied (0.31), gpt2 untied, gpt2-xl tied: a float (a float subclass too; a "
+            "Fraction, a numpy or torch scalar named), 100x named",
             "test_params.py::test_embedding_share",
-            "test_params.py::test_embedding_share_of_any_count"),
+            "test_params.py::test_embedding_share_of_any_count",
+            mutant="embedding_share as an exact Fraction"),
     # ParamCount.memory_bytes
-    Promise(MEMORY, "Bytes to store every parameter once in ``dtype``: ``total`` x bytes per "
-            "number.", f"{FILLED} (gpt2 tied, a random shape untied), every dtype below",
-            "test_params.py::test_memory_bytes", "test_params.py::test_memory_bytes"),
+    Promise(MEMORY, "Bytes to store every parameter once in ``dtype``: this record's "
+            "``total`` x bytes per number.", f"{FILLED} (gpt2 tied, a random shape untied) and "
+            "a record built by hand that fits no config, every dtype below",
+            "test_params.py::test_memory_bytes", "test_params.py::test_memory_bytes",
+            edges=("by hand",),
+            mutant="memory_bytes from a config worked back out of the record"),
     Promise(MEMORY, '"fp32" (4 bytes a number, the default), "fp16" or "bf16" (2 each)',
             "memory_bytes(), 'fp32', 'fp16', 'bf16' by position",
             "test_params.py::test_memory_bytes", "test_params.py::test_memory_bytes"),
@@ -119,6 +130,11 @@ PROMISES: list[Promise] = [
             "torch.int8)", "'fp12', 'int3', torch.float64, torch.int8 by position",
             "test_params.py::test_unknown_dtype_refused",
             "test_params.py::test_unknown_dtype_is_refused"),
+    Promise(MEMORY, 'and for the names spelled otherwise ("FP16", "float16": the names are '
+            'exact)', "'FP16', 'Bf16', 'float16' by position",
+            "test_params.py::test_unknown_dtype_refused",
+            "test_params.py::test_unknown_dtype_is_refused",
+            mutant="dtype names matched in any case"),
     Promise(MEMORY, "the message lists the ones understood.",
             "the same four: the message must name fp32, fp16 and bf16",
             "test_params.py::test_unknown_dtype_refused",
