@@ -155,8 +155,9 @@ class GPT2(nn.Module):
         round trip (loading ``wte.weight`` alone loads the head too). The embedding's matrix
         is the one kept, exactly as it is (``self.wte.weight = self.lm_head.weight`` would keep
         the head's instead): not transposed (nn.Linear stores (V, d), the table's own layout),
-        not rescaled, so that a fresh model's loss on random ids is about ln V. Untied: two
-        separate Parameters, each with its own numbers.
+        not rescaled, so that a fresh model's loss on random ids is about ln V. Untied, it
+        changes nothing: two separate Parameters, each keeping its own numbers (no copy of the
+        table into the head, no fill of the head's: it may run again on a loaded model).
         """
         # YOUR CODE HERE (stage: tying)
         raise NotImplementedError("GPT2.tie_weights is not implemented yet (stage 'tying')")

@@ -376,7 +376,9 @@ def test_untied_keeps_two_matrices(learner, seed, gen):
     """untied (config.tie_weights=False): wte and lm_head are two separate matrices
 
     Earned by values: the grader's checkpoint holds two different matrices, E and H; loaded,
-    and wte.weight changed in place, the logits must be lumen's h @ H^T, the head untouched."""
+    and wte.weight changed in place, the logits must be lumen's h @ H^T, the head untouched;
+    and tie_weights() run again, untied, on the loaded model changes nothing (no copy of the
+    table into the head, no fill of its own)."""
     what = _described(UNTIED)
     ids, delta = _ids(gen, UNTIED), _delta(gen, UNTIED)
     state = values.grader_state(UNTIED, gen)
@@ -388,6 +390,7 @@ def test_untied_keeps_two_matrices(learner, seed, gen):
     expected = values.logits(values.lumen_gpt2(UNTIED, state, wte=E + delta), ids)
     logits = expect_tensor(logits, f"{what}: the logits", like=expected)
     if values.close(logits, expected):
+        _untied_again(learner, seed, gen)
         return
     if reply["same_object"] or reply["same_storage"] or reply["before"]["same_object"]:
         raise Mistake(
@@ -397,6 +400,33 @@ def test_untied_keeps_two_matrices(learner, seed, gen):
         )
     raise Mistake(f"{what}: the logits differ from h @ H^T with H lm_head's own matrix "
                   f"{values.first_gap(logits, expected)}: untied, leave both layers as they are")
+
+
+def _untied_again(learner, seed: int, gen: torch.Generator) -> None:
+    """tie_weights() with config.tie_weights=False, run on a model holding the grader's E and
+    H, leaves both as they are: the logits stay h @ H^T."""
+    E, H = (torch.randn(CONFIG["vocab_size"], CONFIG["d_model"], generator=gen) * 0.02
+            for _ in range(2))
+    state = values.grader_state(UNTIED, gen, wte=E, lm_head=H)
+    ids = _ids(gen, UNTIED)
+    what = ("tie_weights() run again, with config.tie_weights=False, on an untied model whose "
+            "wte and lm_head hold different matrices")
+    reply = unwrap(learner.call("gpt2_tie_direction", seed=seed, config=UNTIED, state=state,
+                                ids=ids, tie=False), what, MODULE)
+    _loaded(reply, what)
+    logits = _logits(reply, what)
+    expected = values.logits(values.lumen_gpt2(UNTIED, state), ids)
+    if values.close(logits, expected):
+        return
+    copied = values.close(logits, values.logits(values.lumen_gpt2(UNTIED, state, lm_head=E),
+                                                ids))
+    raise Mistake(
+        f"{what}: the logits differ from h @ H^T with H lm_head's own matrix "
+        f"{values.first_gap(logits, expected)}"
+        + (": the head now holds a copy of the table" if copied else
+           ": the head's numbers were changed") + ". Untied, tie_weights changes nothing: two "
+        "separate Parameters, each keeping its own numbers (no copy of wte's matrix, no fill "
+        "of the head's own; init_weights draws them)")
 
 
 # --- given code, as the learner wrote it -----------------------------------------------------

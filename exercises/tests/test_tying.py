@@ -102,6 +102,14 @@ def test_untied_keeps_two_matrices(gpt2):
         "untied, lm_head and wte must be two separate Parameters with their own numbers"
     )
     assert tuple(head.shape) == (V, D), f"lm_head.weight should be (V, d), got {tuple(head.shape)}"
+    with torch.no_grad():  # different numbers in the two, as a loaded checkpoint has
+        head.copy_(torch.randn(V, D))
+        table.copy_(torch.randn(V, D))
+    before = head.detach().clone()
+    model.tie_weights()  # untied, it changes nothing
+    assert torch.equal(model.lm_head.weight.detach(), before), (
+        "tie_weights() with config.tie_weights=False changed lm_head's numbers: untied, it "
+        "changes nothing (no copy of wte's matrix into the head, no fill of its own)")
 
 
 def test_the_tie_survives_to_and_a_state_dict_round_trip(gpt2):

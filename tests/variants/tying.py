@@ -338,4 +338,35 @@ MISTAKES.update({
         '''},
         "test_tie_as_you_wrote_it", "given code outside YOUR CODE HERE was changed",
     ),
+    # Issue 29: an untied head that tie_weights touches.
+    "untied, the head made a copy of the table": (
+        {"gpt2:GPT2.tie_weights": '''
+            def tie_weights(self):
+                if self.config.tie_weights:
+                    self.lm_head.weight = self.wte.weight
+                else:  # "start the head where the table is"
+                    self.lm_head.weight = nn.Parameter(self.wte.weight.detach().clone())
+        '''},
+        "test_untied_keeps_two_matrices", "a copy of the table",
+    ),
+    "untied, the head zeroed": (
+        {"gpt2:GPT2.tie_weights": '''
+            def tie_weights(self):
+                if self.config.tie_weights:
+                    self.lm_head.weight = self.wte.weight
+                else:
+                    nn.init.zeros_(self.lm_head.weight)  # a head that starts neutral
+        '''},
+        "test_untied_keeps_two_matrices", "the head's numbers were changed",
+    ),
+    "untied, the head redrawn with std 1": (
+        {"gpt2:GPT2.tie_weights": '''
+            def tie_weights(self):
+                if self.config.tie_weights:
+                    self.lm_head.weight = self.wte.weight
+                else:
+                    nn.init.normal_(self.lm_head.weight)  # its own numbers
+        '''},
+        "test_untied_keeps_two_matrices", "no fill of the head's own",
+    ),
 })

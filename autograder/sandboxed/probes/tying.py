@@ -93,13 +93,14 @@ def gpt2_sgd_step(m, config, state, ids, grad, ids_after, lr, weight_decay):
     return out
 
 
-def gpt2_tie_direction(m, config, state, ids):
+def gpt2_tie_direction(m, config, state, ids, tie=True):
     """Build untied, load the grader's ``state`` (whose wte.weight and lm_head.weight differ),
-    then tie; the logits on ``ids`` afterwards."""
+    then call tie_weights with ``config.tie_weights = tie``: tied, or left untied (which must
+    change nothing); the logits on ``ids`` afterwards."""
     model = _build(m, {**config, "tie_weights": False})
     tied_before = model.lm_head.weight.data_ptr() == model.wte.weight.data_ptr()  # untied: False
     out = {"load": _attempt(lambda: _load(model, state, strict=False))}
-    model.config.tie_weights = True
+    model.config.tie_weights = bool(tie)
     model.tie_weights()
     out.update(_tie_facts(model))
     out["tied_before"] = tied_before

@@ -63,8 +63,18 @@ PROMISES: list[Promise] = [
             f"a fresh {SQUARE} as built, 8 x 16 random ids: next-token loss within 0.25 of "
             "ln 64", "test_tying.py::test_tied_logits_and_initial_loss",
             "test_tying.py::test_the_tie_keeps_the_embeddings_matrix"),
-    Promise(TIE, "Untied: two separate Parameters, each with its own numbers.",
+    Promise(TIE, "two separate Parameters, each keeping its own numbers",
             f"{TINY} untied, the checkpoint holding E and H, then wte.weight += delta: the "
             "logits must be h @ H^T", "test_tying.py::test_untied_keeps_two_matrices",
             "test_tying.py::test_untied_keeps_two_matrices"),
+    Promise(TIE, "Untied, it changes nothing", f"{TINY} untied holding E and H, tie_weights() "
+            "run again with config.tie_weights=False: the logits still h @ H^T",
+            "test_tying.py::test_untied_keeps_two_matrices",
+            "test_tying.py::test_untied_keeps_two_matrices",
+            mutant="untied, the head made a copy of the table"),
+    Promise(TIE, "(no copy of the table into the head, no fill of the head's: it may run "
+            "again on a loaded model)", "as above: a copy of E, zeros, N(0, 1) draws named",
+            "test_tying.py::test_untied_keeps_two_matrices",
+            "test_tying.py::test_untied_keeps_two_matrices",
+            mutant="untied, the head zeroed"),
 ]
