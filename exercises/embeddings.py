@@ -107,7 +107,8 @@ class Embedding(nn.Module):
         vocab_size: V, the number of tokens (rows).
         d_model: d, the width of each row (the residual stream's width).
         std: standard deviation of the N(0, std^2) initialisation; ``None`` means
-            ``1/sqrt(d_model)``. GPT-2 uses 0.02 for tokens and 0.01 for positions.
+            ``1/sqrt(d_model)``. GPT-2 uses 0.02 for tokens and 0.01 for positions. Kept as
+            it came (``self.std is None`` for None): ``reset_parameters`` works it out.
         scale: multiply the output by ``sqrt(d_model)``, as the original Transformer did.
 
     Shapes:

@@ -140,7 +140,8 @@ class GPT2(nn.Module):
 
         In place, on the model's own parameters: it may run again after ``.to(dtype)`` or
         ``.double()``, and each parameter keeps its dtype and device (``.data = torch.randn(...)``
-        would not).
+        would not); or on a model whose numbers have changed (trained), so it sets every
+        parameter anew, the LayerNorms' 1 and 0 too (not left to their constructor).
         """
         # YOUR CODE HERE (stage: init)
         raise NotImplementedError("GPT2.init_weights is not implemented yet (stage 'init')")

@@ -136,7 +136,8 @@ class GPT2(nn.Module):
 
         In place, on the model's own parameters: it may run again after ``.to(dtype)`` or
         ``.double()``, and each parameter keeps its dtype and device (``.data = torch.randn(...)``
-        would not).
+        would not); or on a model whose numbers have changed (trained), so it sets every
+        parameter anew, the LayerNorms' 1 and 0 too (not left to their constructor).
         """
         ### BEGIN SOLUTION
         residual_std = 0.02 / math.sqrt(2 * self.config.n_layers)  # two residual adds per block

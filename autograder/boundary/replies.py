@@ -162,7 +162,7 @@ ROWS = {"rows": ANY, "grad": ANY}
 
 SCHEMAS: dict[str, object] = {
     "embedding_parameter": {
-        "has_weight": bool, "weight_type": str, "registered": bool,
+        "has_weight": bool, "weight_type": str, "registered": bool, "std": Maybe(NUMBER),
         "parameters": [Items(str, ANY, bool)], "shape": Maybe([int]), "requires_grad": bool,
         "load": attempt(LOADED),
         "trained?": attempt({"rows": ANY, "grad": ANY, "after": ANY}),

@@ -115,7 +115,8 @@ def test_weight_is_a_parameter(learner, seed, gen, grading):
 
     A fresh (V, d) matrix W loaded with load_state_dict({"weight": W}) must be what the
     Parameter registered as "weight" holds, a gradient must reach its .grad and one SGD step
-    over layer.parameters() must move it to W - lr * grad. All of it is computed in the
+    over layer.parameters() must move it to W - lr * grad; built with std=None (or 0.3) the
+    layer keeps that std, as the given lines store it. All of it is computed in the
     learner's process, from W alone, so its points depend on the rules (``bans.certify``)."""
     V, d, lr = 11, 6, 0.5
     W = torch.randn(V, d, generator=gen)
@@ -127,6 +128,17 @@ def test_weight_is_a_parameter(learner, seed, gen, grading):
                                weight=W, ids=ids, grad=grad, lr=lr, positional=positional)
         check_signature(outcome, built, EMBEDDING)
         _check_parameter(unwrap(outcome, built, MODULE), W, ids, grad, lr)
+    for std in (None, 0.3):  # the given lines store std as it came; reset_parameters reads it
+        built = f"Embedding({V}, {d}, std={std})"
+        kept = unwrap(learner.call("embedding_parameter", seed=seed, vocab_size=V, d_model=d,
+                                   weight=W, ids=ids, grad=grad, lr=lr, std=std),
+                      built, MODULE)["std"]
+        if kept != std:
+            raise Mistake(
+                f"{built}: once built, the layer's std is {kept!r}, not {std!r}: the given "
+                "lines of __init__ store std as it came (None means 1/sqrt(d_model), which "
+                "reset_parameters works out when it draws), so YOUR CODE HERE leaves "
+                "self.std as it is")
     bans.certify(grading.files, "the weight as a registered Parameter that trains")
 
 

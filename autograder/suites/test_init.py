@@ -64,7 +64,8 @@ VISIBLE: dict[str, tuple[str, ...]] = {
                               "test_the_prediction_matches_a_measurement"),
     "test_gpt2_weight_stds": ("test_gpt2_initialisation", "test_untied_head_initialisation",
                               "test_init_weights_keeps_the_dtype"),
-    "test_gpt2_biases_and_layernorm": ("test_gpt2_initialisation",),
+    "test_gpt2_biases_and_layernorm": ("test_gpt2_initialisation",
+                                       "test_init_weights_sets_every_parameter_again"),
     "test_embedding_keeps_its_draw_as_you_wrote_it": (
         "test_the_constructor_keeps_what_reset_parameters_drew",
         "test_rows_start_small_and_random", "test_rows_are_normal_draws"),
@@ -488,18 +489,22 @@ def _plan(config: dict) -> dict[str, tuple[str, float]]:
     return plan
 
 
-def _model(dtype: torch.dtype | None) -> str:
+def _model(dtype: torch.dtype | None, changed: bool = False) -> str:
     shape = ", ".join(f"{k}={v}" for k, v in CONFIG.items() if k != "tie_weights")
     converted = f", converted with .to({dtype}), then init_weights() again" if dtype else ""
+    if changed:
+        converted = ", every parameter then set to 3 (as training moves them), then " \
+                    "init_weights() again"
     return f"GPT2({shape}, untied){converted}"
 
 
-def _state(learner, seed: int, dtype: torch.dtype | None = None) -> dict:
-    """The state_dict of the learner's freshly built GPT2 (converted to ``dtype`` and
-    initialised again, if given): the draws under test."""
-    what = _model(dtype)
+def _state(learner, seed: int, dtype: torch.dtype | None = None, changed: bool = False) -> dict:
+    """The state_dict of the learner's freshly built GPT2 (converted to ``dtype``, or with
+    every parameter changed, and initialised again, if asked): the draws under test."""
+    what = _model(dtype, changed)
     name = str(dtype).removeprefix("torch.") if dtype is not None else None
-    built = unwrap(learner.call("gpt2_init", seed=seed, config=CONFIG, dtype=name), what, "gpt2")
+    built = unwrap(learner.call("gpt2_init", seed=seed, config=CONFIG, dtype=name,
+                                changed=changed), what, "gpt2")
     state = built["state"]
     if not isinstance(state, dict):
         raise Mistake(f"{what}: the model's state_dict is a {type(state).__name__}")
@@ -555,8 +560,24 @@ def test_gpt2_weight_stds(learner, seed, gen):
 
 
 def test_gpt2_biases_and_layernorm(learner, seed, gen):
-    """init_weights: every bias 0, every LayerNorm scale 1 and shift 0"""
-    state = _state(learner, seed)
+    """init_weights: every bias 0, every LayerNorm scale 1 and shift 0
+
+    On a fresh model, and run again on one whose every parameter was changed (to 3), where a
+    LayerNorm's own constructor no longer sets its 1 and 0; the weights' draws then too."""
+    _biases_and_layernorms(_state(learner, seed), _model(None))
+    state = _state(learner, seed, changed=True)
+    _biases_and_layernorms(state, _model(None, True))
+    for name, (kind, std) in _plan(CONFIG).items():
+        if kind not in ("a bias", "a LayerNorm scale") and name in state:
+            problem = _misfit(state[name], std)
+            if problem is not None:
+                raise Mistake(f"{_model(None, True)}: {name} ({kind}) {problem}: init_weights "
+                              "sets every parameter anew when it runs again, "
+                              f"{_stds_hint(name, kind, std, state[name])}")
+
+
+def _biases_and_layernorms(state: dict, what: str) -> None:
+    """Every bias 0 and every LayerNorm scale 1, shift 0 in ``state``."""
     for name, (kind, value) in _plan(CONFIG).items():
         if kind not in ("a bias", "a LayerNorm scale"):
             continue
@@ -569,13 +590,14 @@ def test_gpt2_biases_and_layernorm(learner, seed, gen):
         off = float((tensor - value).abs().max())
         if "ln_" in name:
             raise Mistake(
-                f"after init_weights, {name} is not all {value:g} (off by up to {off:.4g}): a "
-                "LayerNorm starts as the identity, scale 1 and shift 0 (nn.init.ones_ and "
-                "zeros_); do not draw LayerNorm parameters from N(0, 0.02^2)"
+                f"{what}: after init_weights, {name} is not all {value:g} (off by up to "
+                f"{off:.4g}): a LayerNorm starts as the identity, scale 1 and shift 0, set by "
+                "init_weights itself (nn.init.ones_ and zeros_), not left to the LayerNorm's "
+                "constructor, as it may run again; never drawn from N(0, 0.02^2)"
             )
         raise Mistake(
-            f"after init_weights, {name} is not all zeros (up to {off:.4g}): every Linear bias "
-            "starts at 0 (nn.init.zeros_); nn.Linear's own default bias is random"
+            f"{what}: after init_weights, {name} is not all zeros (up to {off:.4g}): every "
+            "Linear bias starts at 0 (nn.init.zeros_); nn.Linear's own default bias is random"
         )
 
 

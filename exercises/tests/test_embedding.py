@@ -32,6 +32,11 @@ def test_weight_is_a_registered_v_by_d_parameter(embeddings):
         "Embedding(vocab_size=11, d_model=4) should build the same (11, 4) table: keep the "
         "stub's parameter names, vocab_size and d_model"
     )
+    for std in (None, 0.3):
+        kept = embeddings.Embedding(11, 4, std=std).std
+        assert kept == std, (
+            f"Embedding(11, 4, std={std}).std is {kept!r}: the given lines store std as it "
+            "came (None means 1/sqrt(d_model), worked out by reset_parameters): leave it")
 
 
 def test_forward_is_the_row_lookup(embeddings):

@@ -688,4 +688,25 @@ MISTAKES.update({
         '''},
         "test_layer_as_you_wrote_it", "given code was changed",
     ),
+    # Issue 29: std=None decided in the constructor, where reset_parameters cannot see it.
+    "std=None mapped to 0.02 in the constructor": (
+        {"embeddings:Embedding.__init__": '''
+            def __init__(self, vocab_size, d_model, std=0.02, scale=False):
+                super().__init__()
+                for name, value in (("vocab_size", vocab_size), ("d_model", d_model)):
+                    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                        raise ValueError(f"{name} must be a positive int, got {value!r}")
+                if std is not None and not std >= 0:
+                    raise ValueError(f"std must be >= 0 or None, got {std!r}")
+                self.vocab_size = vocab_size
+                self.d_model = d_model
+                self.std = std
+                self.scale = scale
+                if self.std is None:
+                    self.std = 0.02  # "no std given: GPT-2's"
+                self.weight = nn.Parameter(torch.empty(vocab_size, d_model))
+                self.reset_parameters()
+        '''},
+        "test_weight_is_a_parameter", "once built, the layer's std is 0.02, not None",
+    ),
 })

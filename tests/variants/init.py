@@ -503,4 +503,21 @@ MISTAKES.update({
                   "        nn.init.normal_(self.wpe.weight, 0.0, 0.02)")},
         "test_gpt2_keeps_its_initialisation_as_you_wrote_it", "wpe.weight is not what init_weights drew",
     ),
+    # Issue 29: init_weights run again on a changed model.
+    "init_weights leaves the LayerNorms to their constructor": (
+        {"gpt2:GPT2.init_weights": '''
+            def init_weights(self):
+                residual_std = 0.02 / math.sqrt(2 * self.config.n_layers)
+                for name, module in self.named_modules():
+                    if isinstance(module, nn.Linear):
+                        std = residual_std if name.endswith("c_proj") else 0.02
+                        nn.init.normal_(module.weight, mean=0.0, std=std)
+                        if module.bias is not None:
+                            nn.init.zeros_(module.bias)
+                    # nn.LayerNorm already starts at scale 1 and shift 0
+                nn.init.normal_(self.wte.weight, mean=0.0, std=0.02)
+                nn.init.normal_(self.wpe.weight, mean=0.0, std=0.01)
+        '''},
+        "test_gpt2_biases_and_layernorm", "not left to the LayerNorm's constructor",
+    ),
 })

@@ -59,16 +59,30 @@ def _train_registered(layer: nn.Module, ids: torch.Tensor, grad: torch.Tensor,
     return out
 
 
-def embedding_parameter(m, vocab_size, d_model, weight, ids, grad, lr, positional=None):
+def _kept_std(layer: nn.Module) -> object:
+    """The ``std`` the layer holds once built, read past any property: a number, None, or
+    NaN for anything else (the given lines store the argument as it came)."""
+    value = _own_dict(layer).get("std", float("nan"))
+    if value is None or (type(value) in (int, float)):
+        return value
+    return float("nan")
+
+
+def embedding_parameter(m, vocab_size, d_model, weight, ids, grad, lr, positional=None,
+                        std="default"):
     """Whether ``weight`` is the layer's registered, trainable (V, d) Parameter, shown by
     values: ``weight`` is loaded through load_state_dict({"weight": ...}), rows are looked up
     in the Parameter registered as "weight", a backward puts their gradient in its .grad and
     an SGD step over layer.parameters() moves it. The learner's forward is not used here (the
     lookup tests judge it), so this grades __init__ alone. ``positional``: as ``_call``
-    (0: ``Embedding(vocab_size=V, d_model=d)``)."""
-    layer = _call(m["embeddings"].Embedding, {"vocab_size": vocab_size, "d_model": d_model},
-                  positional)
+    (0: ``Embedding(vocab_size=V, d_model=d)``); ``std``, unless "default", is passed by name,
+    and the std the layer keeps is reported."""
+    arguments = {"vocab_size": vocab_size, "d_model": d_model}
+    if std != "default":
+        arguments["std"] = std
+    layer = _call(m["embeddings"].Embedding, arguments, 2 if positional is None else positional)
     out = _weight_facts(layer)
+    out["std"] = _kept_std(layer)
     out["load"] = _attempt(lambda: _load(layer, {"weight": weight}))
     if not isinstance(out["load"], dict) or "error" not in out["load"]:
         out["trained"] = _attempt(lambda: _train_registered(layer, ids, grad, lr))

@@ -94,14 +94,21 @@ def expected_dot_std(m, std, d_model, keyword=False):
     return {"value": float(value) if number else None, "type": type(value).__name__}
 
 
-def gpt2_init(m, config, dtype=None):
+def gpt2_init(m, config, dtype=None, changed=False):
     """A fresh GPT2's state_dict: the draws under test, judged statistically in the grader.
     With ``dtype``, the model is converted (``.to(dtype)``) and ``init_weights()`` runs again,
     as when a model is re-initialised after a conversion: in-place fills keep the dtype, new
-    tensors get torch's default one."""
+    tensors get torch's default one. With ``changed``, every parameter is set to 3 first (as
+    training would move them) and ``init_weights()`` runs again: it must set each anew, the
+    LayerNorms' 1 and 0 too."""
     model = _build(m, config)
+    if changed:
+        with torch.no_grad():
+            for parameter in model.parameters():
+                parameter.fill_(3.0)
     if dtype is not None:
         model = model.to(getattr(torch, dtype))
+    if dtype is not None or changed:
         model.init_weights()
     return {"state": _state(model)}
 

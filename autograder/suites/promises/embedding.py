@@ -39,6 +39,11 @@ PROMISES: list[Promise] = [
             "loaded and converted with .double()",
             "test_embedding.py::test_layer_as_you_wrote_it",
             "test_embedding.py::test_weight_is_a_registered_v_by_d_parameter"),
+    Promise(INIT, "Kept as it came (``self.std is None`` for None): ``reset_parameters`` works "
+            "it out.", "Embedding(11, 6, std=None) and std=0.3, std by name: the std the layer "
+            "holds once built (certified)", "test_embedding.py::test_weight_is_a_parameter",
+            "test_embedding.py::test_weight_is_a_registered_v_by_d_parameter",
+            edges=("defaults",), mutant="std=None mapped to 0.02 in the constructor"),
     Promise(INIT, "scale: multiply the output by ``sqrt(d_model)``",
             "Embedding(12, 16, scale=True), 5 ids, scale_output the grader's scaffold (x * 3): "
             "scaled once, through scale_output, never in forward",

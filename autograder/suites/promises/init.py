@@ -135,4 +135,11 @@ PROMISES: list[Promise] = [
             "keeps its dtype and device", f"{AGAIN}: every parameter float64 (CPU only)",
             "test_init.py::test_gpt2_weight_stds",
             "test_init.py::test_init_weights_keeps_the_dtype"),
+    Promise(INIT, "or on a model whose numbers have changed (trained), so it sets every "
+            "parameter anew, the LayerNorms' 1 and 0 too (not left to their constructor)",
+            f"{MODEL}, every parameter set to 3, then init_weights() again: biases 0, "
+            "LayerNorms 1 and 0, every weight's draw",
+            "test_init.py::test_gpt2_biases_and_layernorm",
+            "test_init.py::test_init_weights_sets_every_parameter_again",
+            mutant="init_weights leaves the LayerNorms to their constructor"),
 ]
