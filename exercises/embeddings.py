@@ -379,8 +379,8 @@ def cosine_neighbours(E: Tensor, token: int | Tensor, k: int) -> tuple[Tensor, T
 
     Returns:
         ``(ids, sims)``: ``ids`` a LongTensor ``(k,)`` and ``sims`` ``(k,)`` in ``E``'s dtype
-        (float32 stays float32 and float64 stays float64, whatever the query's), by
-        descending similarity, ties broken by the smaller id.
+        (float32 stays float32 and float64 stays float64, whatever the query's), both on
+        ``E``'s device, by descending similarity, ties broken by the smaller id.
 
     Raises:
         ValueError: ``k`` is not from 1 to the number of rows that may be returned.

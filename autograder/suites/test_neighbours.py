@@ -57,7 +57,8 @@ VISIBLE: dict[str, tuple[str, ...]] = {
     "test_neighbours_match_reference": ("test_neighbours_rank_by_cosine_and_leave_out_the_token",
                                         "test_a_token_may_be_a_0d_integer_tensor",
                                         "test_a_token_at_the_edge_of_its_dtype",
-                                        "test_sims_keep_the_tables_dtype"),
+                                        "test_sims_keep_the_tables_dtype",
+                                        "test_results_follow_the_tables_device"),
     "test_k_out_of_range_refused": ("test_k_from_one_to_the_rows_that_may_be_returned",
                                     "test_analogy_with_an_input_given_twice"),
     "test_query_excluded_by_index": ("test_a_copy_of_the_token_still_counts",),
@@ -127,7 +128,7 @@ def _pair(result: dict, what: str, k: int, device: str) -> tuple[torch.Tensor, t
     if result["kind"] != "tuple":
         raise Mistake(f"{what} returned a {result['kind']}, expected a tuple (ids, sims)")
     sims = expect_tensor(result["sims"], f"the sims from {what}", device=device)
-    ids = expect_tensor(result["ids"], f"the ids from {what}")
+    ids = expect_tensor(result["ids"], f"the ids from {what}", device=device)
     if not isinstance(ids, torch.Tensor):
         raise Mistake(f"{what}: the ids came back on the meta device, without values")
     for name, t in (("ids", ids), ("sims", sims)):

@@ -32,6 +32,21 @@ def _meta_args(args: object) -> bool:
                or (isinstance(x, torch.device) and x.type == "meta") for x in tree_flatten(args)[0])
 
 
+#: Operators that take a tensor on another device beside a GPU tensor on a real GPU too:
+#: indexing with CPU indices, and copies between devices.
+_CROSS_DEVICE = frozenset({"aten::index", "aten::index_put", "aten::index_put_",
+                           "aten::_index_put_impl_", "aten::copy_", "aten::_to_copy"})
+
+
+def _fixed_device_tensor(func: object, args: object) -> bool:
+    """Whether an operator mixes a meta tensor with one of more than one number on a real
+    device, which a GPU refuses (only a 0-d CPU tensor may meet a GPU tensor)."""
+    if getattr(getattr(func, "_schema", None), "name", "") in _CROSS_DEVICE:
+        return False
+    return any(isinstance(x, torch.Tensor) and x.device.type != "meta" and x.dim() > 0
+               for x in tree_flatten(args)[0])
+
+
 def _asks_real_device(args: object) -> bool:
     """Whether an operator's arguments name a device other than meta (a copy to the CPU)."""
     return any(isinstance(x, torch.device) and x.type != "meta" for x in tree_flatten(args)[0])
@@ -47,7 +62,9 @@ class MetaWithValues(TorchDispatchMode):
     fail here. So every meta tensor keeps a twin on the CPU holding its values: each operator
     runs on the meta tensors and again on their twins, and an operator that needs values (or
     a copy to the CPU) gets the twins' answer. The code then runs as it runs on the CPU, except
-    for where its tensors live: only a tensor made on, or moved to, a fixed device shows.
+    for where its tensors live: only a tensor made on, or moved to, a fixed device shows, and
+    it shows as on a GPU: an operator that meets it beside a meta tensor raises (a 0-d CPU
+    tensor, CPU indices and copies between devices excepted, as on a GPU).
     """
 
     def __init__(self) -> None:
@@ -106,6 +123,8 @@ class MetaWithValues(TorchDispatchMode):
         try:
             out = func(*args, **kwargs)
         except Exception:  # noqa: BLE001 - an operator that needs values: the twins answer
+            if _fixed_device_tensor(func, (args, kwargs)):
+                raise  # a tensor made on a fixed device: on a GPU this raises too
             return self._answer(twins, args, kwargs)
         for o, twin in zip(tree_flatten(out)[0], tree_flatten(twins)[0], strict=False):
             if isinstance(o, torch.Tensor) and isinstance(twin, torch.Tensor) \

@@ -319,3 +319,16 @@ def test_king_minus_man_plus_woman_on_glove(vectors):
         pytest.skip(f"GloVe is not installed ({error})")
     found = [word for word, _ in words.analogy("man", "king", "woman", k=1)]
     assert found == ["queen"], f"GloVe's man : king :: woman : ? is queen, got {found}"
+
+
+def test_results_follow_the_tables_device(embeddings, other_device):
+    device = other_device.name
+    E = other_device.to(torch.randn(9, 4))
+    calls = {"cosine_neighbours(E, 2, 3)": lambda: embeddings.cosine_neighbours(E, 2, 3),
+             "analogy(E, 0, 1, 2, k=3)": lambda: embeddings.analogy(E, 0, 1, 2, k=3)}
+    for name, call in calls.items():
+        ids, sims = other_device.run(call)
+        assert ids.device.type == device and sims.device.type == device, (
+            f"{name} with E on {device} should give ids and sims on {device}; got ids on "
+            f"{ids.device} and sims on {sims.device}: make new tensors on E's device "
+            "(device=E.device), never a fixed one")

@@ -308,4 +308,14 @@ MISTAKES = {
         '''},
         "test_one_hot_dtype", "positional",
     ),
+    # Issue 29: the device pass sees a tensor made on a fixed device, as a GPU does.
+    "one_hot compares the ids with a CPU arange": (
+        {"embeddings:one_hot": '''
+            def one_hot(ids, num_classes, dtype=torch.float32):
+                check_ids(ids, num_classes)
+                classes = torch.arange(num_classes)  # made on the CPU, whatever ids' device
+                return (ids.long().unsqueeze(-1) == classes).to(dtype)
+        '''},
+        "test_one_hot_device", "not on the expected device",
+    ),
 }

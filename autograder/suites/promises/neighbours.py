@@ -116,8 +116,8 @@ PROMISES: list[Promise] = [
             "test_neighbours.py::test_k_out_of_range_refused",
             "test_neighbours.py::test_k_from_one_to_the_rows_that_may_be_returned"),
     Promise(NEIGHBOURS, "``ids`` a LongTensor ``(k,)`` and ``sims`` ``(k,)`` in ``E``'s dtype "
-            "(float32 stays float32 and float64 stays float64, whatever the query's), by "
-            "descending similarity",
+            "(float32 stays float32 and float64 stays float64, whatever the query's), both on "
+            "``E``'s device, by descending similarity",
             f"{TABLE}, k = 1, 4, 5, 24, {DEVICES}, by position and by name; the same table in "
             "float32 and float64", "test_neighbours.py::test_neighbours_match_reference",
             "test_neighbours.py::test_sims_keep_the_tables_dtype", edges=("float dtypes",),
