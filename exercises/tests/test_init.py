@@ -232,19 +232,18 @@ def test_gpt2_initialisation(gpt2):
 def test_init_weights_sets_every_parameter_again(gpt2):
     config = gpt2.GPT2Config(vocab_size=50, n_ctx=16, d_model=32, n_layers=2, n_heads=4)
     model = gpt2.GPT2(config)
-    with torch.no_grad():  # as training moves them
-        for parameter in model.parameters():
-            parameter.fill_(3.0)
+    for parameter in model.parameters():  # as training moves them
+        parameter.data.fill_(3.0)
     model.init_weights()  # it may run again: every parameter is set anew
-    for name, module in model.named_modules():
-        if isinstance(module, nn.LayerNorm):
-            assert torch.all(module.weight == 1) and not module.bias.any(), (
+    for name, layer in model.named_modules():
+        if isinstance(layer, nn.LayerNorm):
+            assert torch.all(layer.weight == 1) and not layer.bias.any(), (
                 f"init_weights run again left {name} changed: it sets the LayerNorms' scale 1 "
                 "and shift 0 itself (nn.init.ones_, zeros_), not leaving them to the "
                 "LayerNorm's constructor")
-        if isinstance(module, nn.Linear):
-            assert module.bias is None or not module.bias.any(), f"{name}.bias should be 0"
-            assert not bool((module.weight == 3.0).any()), f"{name}.weight was not redrawn"
+        if isinstance(layer, nn.Linear):
+            assert layer.bias is None or not layer.bias.any(), f"{name}.bias should be 0"
+            assert not bool((layer.weight == 3.0).any()), f"{name}.weight was not redrawn"
     assert not bool((model.wte.weight == 3.0).any()), "wte.weight was not redrawn"
     assert not bool((model.wpe.weight == 3.0).any()), "wpe.weight was not redrawn"
 

@@ -102,9 +102,8 @@ def test_untied_keeps_two_matrices(gpt2):
         "untied, lm_head and wte must be two separate Parameters with their own numbers"
     )
     assert tuple(head.shape) == (V, D), f"lm_head.weight should be (V, d), got {tuple(head.shape)}"
-    with torch.no_grad():  # different numbers in the two, as a loaded checkpoint has
-        head.copy_(torch.randn(V, D))
-        table.copy_(torch.randn(V, D))
+    head.data.copy_(torch.randn(V, D))  # different numbers in the two, as a checkpoint has
+    table.data.copy_(torch.randn(V, D))
     before = head.detach().clone()
     model.tie_weights()  # untied, it changes nothing
     assert torch.equal(model.lm_head.weight.detach(), before), (
