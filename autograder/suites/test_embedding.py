@@ -71,7 +71,8 @@ VISIBLE: dict[str, tuple[str, ...]] = {
     "test_out_of_range_ids_are_refused": ("test_ids_outside_the_vocabulary_raise",),
     "test_non_integer_ids_are_refused": ("test_check_ids_refuses_what_is_not_integer_ids",),
     "test_integer_dtypes_accepted": ("test_every_integer_dtype_and_layout",
-                                     "test_ids_at_the_edges_of_their_dtype"),
+                                     "test_ids_at_the_edges_of_their_dtype",
+                                     "test_ids_of_any_shape"),
     "test_repeated_ids_accumulate_gradients": ("test_repeated_ids_add_up_their_gradients",),
     "test_scale_is_applied_once": ("test_forward_returns_its_rows_through_scale_output",),
     "test_no_builtin_embedding": ("test_the_lookup_is_written_by_hand",),
@@ -325,13 +326,14 @@ def test_non_integer_ids_are_refused(learner, seed, gen):
         _refused(learner, seed, weight, bad, ("TypeError",), why)
 
 
-def test_integer_dtypes_accepted(learner, seed, gen):
+def test_integer_dtypes_accepted(learner, seed, gen, devices):
     """ids of every integer dtype, contiguous or not, give the rows weight[ids], up to the
     largest value their dtype holds
 
     int8, int16, int32, int64 and uint8; transposed and strided ids; then each dtype on a table
     larger than its range (uint8 ids up to 255 of a 300-row table), through forward and
-    check_ids on its own."""
+    check_ids on its own; check_ids on its own also accepts valid ids of any shape (0-d, none
+    at all, a size-1 dimension), on every device of the run."""
     V, d = 120, 4
     weight = torch.randn(V, d, generator=gen)
     ids = torch.randint(0, V, (3, 4), generator=gen)
@@ -362,6 +364,26 @@ def test_integer_dtypes_accepted(learner, seed, gen):
             raise Mistake(f"{what}: rows differ from the int64 lookup "
                           f"{first_difference(out, expected)}")
     _integer_dtypes_at_their_edges(learner, seed, gen)
+    _check_ids_accepts_any_shape(learner, seed, gen, devices)
+
+
+def _check_ids_accepts_any_shape(learner, seed: int, gen: torch.Generator,
+                                 devices: list[str]) -> None:
+    """check_ids on its own returns None for valid ids of every shape ``forward`` takes, on
+    every device: a 0-d id, no ids at all (a max() of nothing raises), a size-1 dimension."""
+    V = 9
+    shapes = [(), (0,), (4, 0), (1, 4), (3, 1)]
+    for shape in shapes:
+        ids = torch.randint(0, V, shape, generator=gen)
+        for device in ["cpu", *checked_devices(devices)] if shape == (1, 4) else ["cpu"]:
+            what = f"check_ids(ids of shape {tuple(shape)}, {V}) on {device}"
+            outcome = learner.call("embedding_check_ids", seed=seed, ids=ids, vocab_size=V,
+                                   device=device)
+            if outcome.error is not None and not outcome.error.get("not_implemented"):
+                raise Mistake(f"{what} raised {describe_error(outcome.error)}, but these ids are "
+                              "valid: ids of any shape are token ids, a single 0-d id and none "
+                              "at all too (check with (ids < 0).any(), which an empty tensor "
+                              "answers False, never ids.max()), on the ids' own device")
 
 
 def _integer_dtypes_at_their_edges(learner, seed: int, gen: torch.Generator) -> None:

@@ -63,7 +63,8 @@ VISIBLE: dict[str, tuple[str, ...]] = {
                                     "test_analogy_with_an_input_given_twice"),
     "test_query_excluded_by_index": ("test_a_copy_of_the_token_still_counts",),
     "test_ties_go_to_smaller_id": ("test_ties_go_to_the_smaller_id",),
-    "test_query_vector_excludes_nothing": ("test_a_query_vector_leaves_nothing_out",),
+    "test_query_vector_excludes_nothing": ("test_a_query_vector_leaves_nothing_out",
+                                           "test_a_table_of_one_row"),
     "test_analogy_excludes_inputs": ("test_analogy_needs_the_exclusion",
                                      "test_analogy_by_position_and_by_name"),
     "test_analogy_direction": ("test_analogy_needs_the_exclusion",),
@@ -359,7 +360,8 @@ def test_cosine_similarity_broadcasts(learner, seed, gen, devices):
              (_table(gen, B, d).unsqueeze(1), _table(gen, N, d).unsqueeze(0)),  # all pairs
              (_table(gen, 1, d)[0], _table(gen, 1, d)[0]),  # two vectors: a 0-D result
              (_table(gen, 1, d), _table(gen, 1, d)[0]),  # a one-row table: (1,), not 0-D
-             (_table(gen, B, d).unsqueeze(1), _table(gen, 1, d).unsqueeze(0))]  # (B, 1)
+             (_table(gen, B, d).unsqueeze(1), _table(gen, 1, d).unsqueeze(0)),  # (B, 1)
+             (_table(gen, 0, d), _table(gen, 1, d)[0])]  # no rows at all: shape (0,)
     rule = ("a and b broadcast as in a * b, and only the last dimension (d) is summed away: "
             "reduce with dim=-1, never flatten, transpose or use a @ b")
     for a, b in cases:
@@ -619,7 +621,9 @@ def test_ties_go_to_smaller_id(learner, seed, gen):
 
 
 def test_query_vector_excludes_nothing(learner, seed, gen):
-    """a query vector (d,) is not a row index: nothing is excluded, an equal row comes first"""
+    """a query vector (d,) is not a row index: nothing is excluded, an equal row comes first
+
+    Also on a table of one row, for a query vector and the analogy with its inputs allowed."""
     V, d, k = 20, 8, 3
     token = int(torch.randint(0, V, (), generator=gen))
     E = _clear_table(gen, V, d, lambda E: _clear(ref.cosine_similarity(E, E[token]), k))
@@ -631,6 +635,19 @@ def test_query_vector_excludes_nothing(learner, seed, gen):
                       "cosine 1 and comes first. A query vector is not one of the rows, so "
                       "nothing is excluded: exclude only when given a row index")
     _compare(ids, sims, ref.cosine_neighbours(E, E[token].clone(), k), E, E[token], [], what)
+    _one_row(learner, seed, gen)
+
+
+def _one_row(learner, seed: int, gen: torch.Generator) -> None:
+    """A table of one row: a query vector's neighbour, and the analogy with its inputs
+    allowed, is row 0, as ids of shape (1,) (no squeeze to a 0-d tensor)."""
+    E = _table(gen, 1, 8)
+    for name, (ids, _, what, _) in (
+            ("cosine_neighbours", _neighbours(learner, seed, E, _table(gen, 1, 8)[0], 1)),
+            ("analogy", _analogy(learner, seed, E, 0, 0, 0, 1, exclude_inputs=False))):
+        if ids.tolist() != [0]:
+            raise Mistake(f"{what} on a table of one row: ids {ids.tolist()}, expected [0]: "
+                          f"the one row there is, as a LongTensor of shape (1,) ({name})")
 
 
 # --- analogy --------------------------------------------------------------------------------

@@ -106,6 +106,9 @@ def test_cosine_similarity_broadcasts(embeddings):
         f"a one-row table (1, d) against a vector (d,) gives shape (1,), got {tuple(row.shape)}: "
         "keep every dimension but the last (no squeeze())"
     )
+    none = embeddings.cosine_similarity(torch.randn(0, 6), torch.randn(6))
+    assert tuple(none.shape) == (0,), (
+        f"a table of no rows (0, d) against a vector gives shape (0,), got {tuple(none.shape)}")
 
 
 def test_a_zero_vector_scores_zero_not_nan(embeddings):
@@ -319,6 +322,17 @@ def test_king_minus_man_plus_woman_on_glove(vectors):
         pytest.skip(f"GloVe is not installed ({error})")
     found = [word for word, _ in words.analogy("man", "king", "woman", k=1)]
     assert found == ["queen"], f"GloVe's man : king :: woman : ? is queen, got {found}"
+
+
+def test_a_table_of_one_row(embeddings):
+    E = torch.randn(1, 5)
+    for name, (ids, _) in (("cosine_neighbours(E, query, 1)",
+                            embeddings.cosine_neighbours(E, torch.randn(5), 1)),
+                           ("analogy(E, 0, 0, 0, k=1, exclude_inputs=False)",
+                            embeddings.analogy(E, 0, 0, 0, k=1, exclude_inputs=False))):
+        assert ids.tolist() == [0] and tuple(ids.shape) == (1,), (
+            f"{name} on a table of one row gave ids {ids.tolist()}: the one row there is, as a "
+            "LongTensor of shape (1,) (no squeeze())")
 
 
 def test_results_follow_the_tables_device(embeddings, other_device):

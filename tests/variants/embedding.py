@@ -709,4 +709,18 @@ MISTAKES.update({
         '''},
         "test_weight_is_a_parameter", "once built, the layer's std is 0.02, not None",
     ),
+    "check_ids reads ids.min() and ids.max() (no ids at all raise)": (
+        {"embeddings:check_ids": '''
+            def check_ids(ids, vocab_size):
+                if not isinstance(ids, Tensor):
+                    raise TypeError(f"token ids must be a torch.Tensor, got {type(ids).__name__}")
+                if ids.dtype == torch.bool or ids.is_floating_point() or ids.is_complex():
+                    raise TypeError(f"token ids must be integers, got dtype {ids.dtype}")
+                low, high = int(ids.min()), int(ids.max())  # max() of nothing raises
+                if low < 0 or high >= vocab_size:
+                    bad = low if low < 0 else high
+                    raise IndexError(f"token id {bad} is outside [0, {vocab_size})")
+        '''},
+        "test_integer_dtypes_accepted", "but these ids are valid",
+    ),
 })

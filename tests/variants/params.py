@@ -349,4 +349,24 @@ MISTAKES = {
         '''},
         "test_unknown_dtype_refused", "memory_bytes('FP16')",
     ),
+    "the MLP's hidden layer 3d wide, not 4d": (
+        {"params:count_params": _lumen_def("params", "count_params").replace(
+            "mlp = (d * 4 * d + 4 * d) + (4 * d * d + d)",
+            "mlp = (d * 3 * d + 3 * d) + (3 * d * d + d)", 1)},
+        "test_parts_field_by_field", "mlp is",
+    ),
+    "the final LayerNorm forgotten": (
+        {"params:count_params": _lumen_def("params", "count_params").replace(
+            '"final_norm": 2 * d,', '"final_norm": 0,', 1)},
+        "test_parts_field_by_field", "final_norm is",
+    ),
+    "memory_bytes refuses torch's dtypes (strings only)": (
+        {"params:ParamCount.memory_bytes": '''
+            def memory_bytes(self, dtype="fp32"):
+                if dtype not in DTYPE_BYTES:
+                    raise ValueError(f"unknown dtype {dtype!r}; use one of {', '.join(DTYPE_BYTES)}")
+                return self.total * DTYPE_BYTES[dtype]
+        '''},
+        "test_memory_bytes", "memory_bytes(torch.float32) of",
+    ),
 }

@@ -119,11 +119,18 @@ def embedding_forward(m, vocab_size, d_model, weight, ids, device="cpu", scale=F
     return result
 
 
-def embedding_check_ids(m, ids, vocab_size, positional=None):
-    """``check_ids(ids, vocab_size)`` on its own, the arguments passed as ``_call`` says: what
-    it returned (None, for valid ids), by its type's name."""
-    returned = _call(m["embeddings"].check_ids, {"ids": ids, "vocab_size": vocab_size},
+def embedding_check_ids(m, ids, vocab_size, positional=None, device="cpu"):
+    """``check_ids(ids, vocab_size)`` on its own, the arguments passed as ``_call`` says, with
+    the ids on ``device`` (on the meta device with their values kept behind them): what it
+    returned (None, for valid ids), by its type's name."""
+    def check(ids: torch.Tensor) -> object:
+        return _call(m["embeddings"].check_ids, {"ids": ids, "vocab_size": vocab_size},
                      positional)
+
+    if device == "meta" and isinstance(ids, torch.Tensor):
+        returned = on_meta(check, ids)
+    else:
+        returned = check(ids.to(device) if isinstance(ids, torch.Tensor) else ids)
     return {"returned": type(returned).__name__}
 
 
