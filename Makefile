@@ -42,7 +42,7 @@ TORCH := $(or $(TORCH),$(TORCH_DEFAULT))
 endif
 
 .PHONY: FORCE help setup setup-dev sandbox grade grade-cuda test test-all lint stubs mutation benchmark clean \
-	benchmark-batch gradescope handout seeds gpu-check browser release nbgrade benchmark-nbgrade \
+	promise-mutants benchmark-batch gradescope handout seeds gpu-check browser release nbgrade benchmark-nbgrade \
 	prairielearn benchmark-shards
 
 $(VENV)/.python:
@@ -129,6 +129,9 @@ stubs: release               ## the same as make release
 # 10"; each script's --help lists them).
 mutation: setup-dev          ## mutate lumen's solution lines; every mutant must lose points
 	$(PY) -m tools.mutation $(ARGS)
+
+promise-mutants: setup-dev   ## break each docstring promise alone (its row's mutant): it must lose points on its stage only
+	$(PY) -m tools.promise_mutants $(ARGS)
 
 gpu-check: setup-dev         ## everything CUDA in a few minutes, on a GPU machine (pass TORCH once)
 	$(PY) -m tools.gpu_check $(ARGS)

@@ -83,6 +83,8 @@ HOW: dict[str, Run] = {
     "make test": Run(tier="ci", quick=("make -n test PYTEST_ARGS=-x",)),
     "make test-all": Run(tier="ci", quick=("make -n test-all",)),
     "make mutation": Run(tier="ci", quick=("python -m tools.mutation --help", "make -n mutation")),
+    "make promise-mutants": Run(tier="ci", quick=("python -m tools.promise_mutants --help",
+                                                  "make -n promise-mutants")),
     "make gpu-check": Run(rc=_MAKE_FAILED, first=r"no CUDA device here"),
     "make seeds": Run(tier="full", extra=' ARGS="--seeds 2 --stage params"',
                       quick=("python -m tools.seeds --help", "make -n seeds")),

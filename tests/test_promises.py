@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.suites.promises import ALL, stage_promises
+from autograder.suites.promises import ALL, CHECK_NAMED, stage_promises
 from lumen.stages import STAGE_NAMES, stage
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -149,6 +149,10 @@ def test_every_promise_has_a_row_and_every_row_a_check(name):
             if file != f"test_{name}.py" or test not in found:
                 problems.append(f"{row.function} ({row.says!r}): no {kind} test {ref!r} in "
                                 f"{folder}/test_{name}.py")
+        for named in CHECK_NAMED.findall(row.inputs):  # a check holding a part of it
+            if named not in hidden:
+                problems.append(f"{row.function} ({row.says!r}): its inputs name {named!r}, "
+                                f"not a test of autograder/suites/test_{name}.py")
     for function in owned:
         says = [fold(r.says) for r in rows if r.function == function]
         for unit in units(docstring(function)):

@@ -11,12 +11,16 @@ Each row may also name the **edge classes** its check sends (``EDGES``: the inpu
 plausible mistake bites, a size-1 dimension, a dtype other than float64, a record built by
 hand, ...) and its **mutant**: the known mistake in ``tests/variants/<stage>.py``'s MISTAKES
 that breaks this promise alone. ``tests/test_promises.py``'s ``applicable`` says which classes
-apply to an owned function; the rows do not name them yet (issue 29), so no test requires them.
+apply to an owned function and fails when a row's check does not send one (its ``GAPS`` name
+the few not sent yet, and why), or when a row's mutant is not a known mistake;
+``make promise-mutants`` grades each mutant and requires it to lose points at its row's check,
+on its own stage only.
 """
 
 from __future__ import annotations
 
 import importlib
+import re
 from dataclasses import dataclass
 
 from lumen.stages import STAGE_NAMES
@@ -28,11 +32,18 @@ class Promise:
 
     function: str  # "embeddings:Embedding.forward", as in lumen.stages.Stage.owns
     says: str  # the docstring's words (a fragment that occurs in it verbatim, whitespace folded)
-    inputs: str  # what the hidden check sends: dtypes, shapes, devices, argument forms
+    #: what the hidden check sends: dtypes, shapes, devices, argument forms; a part that another
+    #: check holds names that check's test (``(certified, test_inputs_are_left_unchanged)``)
+    inputs: str
     hidden: str  # "test_embedding.py::test_lookup_every_shape" (autograder/suites/)
     visible: str  # "test_embedding.py::test_lookup" (exercises/tests/)
     edges: tuple[str, ...] = ()  # the EDGES classes its hidden check sends
     mutant: str = ""  # the MISTAKES entry of tests/variants/<stage>.py that breaks it alone
+
+
+#: A test of the row's own stage that its inputs name, bare (``test_ties_go_to_smaller_id``,
+#: not ``test_init.py::...`` of another stage): the check that holds a part of the promise.
+CHECK_NAMED = re.compile(r"(?<![\w:.])test_\w+\b(?!\.py)")
 
 
 #: The classes of input where a plausible mistake bites, which a check must send when they

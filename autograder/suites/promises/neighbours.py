@@ -173,8 +173,9 @@ PROMISES: list[Promise] = [
             "test_neighbours.py::test_analogy_with_an_input_given_twice",
             mutant="analogy's k bound counts three inputs, not the distinct ones"),
     Promise(ANALOGY, "k: how many answers to return, 1 unless given",
-            "k left out, k = 3 by name and by position; k = 0, all, all + 1, all + 3 with and "
-            "without the inputs, and with an input given twice (V - 2 allowed)",
+            "k left out and by position (test_analogy_excludes_inputs), k = 3 by name; k = 0, "
+            "all, all + 1, all + 3 with and without the inputs, and with an input given twice "
+            "(V - 2 allowed)",
             "test_neighbours.py::test_k_out_of_range_refused",
             "test_neighbours.py::test_analogy_with_an_input_given_twice",
             mutant="analogy's k and exclude_inputs in the other order",
@@ -188,7 +189,8 @@ PROMISES: list[Promise] = [
             edges=('size-1',)),
     Promise(ANALOGY, "``(ids, sims)`` as in ``cosine_neighbours`` (ties to the smaller id).",
             f"(20, 6) tables where E[a] - E[b] + E[c] answers otherwise, {DEVICES}; a float64 "
-            "table: sims float64", "test_neighbours.py::test_analogy_direction",
+            "table: sims float64; tables with tied rows (test_ties_go_to_smaller_id)",
+            "test_neighbours.py::test_analogy_direction",
             "test_neighbours.py::test_analogy_needs_the_exclusion",
             mutant='ties reversed in the analogy',
             edges=('float dtypes',)),
