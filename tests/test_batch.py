@@ -559,7 +559,45 @@ def test_a_broken_grader_stops_the_batch_early(tmp_path, monkeypatch):
         (tmp_path / "submissions" / f"learner{learner}").mkdir(parents=True)
     code, progress = _run(tmp_path / "submissions", tmp_path / "grades.csv")
     assert code == 2 and "the batch stopped" in progress
+    assert "so does the reference solution" in progress, progress
     assert progress.count("not graded") == batch.GIVE_UP_AFTER
+
+
+class _FailsOnSome(_FailingProcess):
+    """A sound grader that fails on the learners named ``aa*`` (their submissions crash it,
+    as an attacker's may), and grades the reference, lumen's files, to full marks."""
+
+    jobs: list[str] = []
+
+    def grade(self, job: dict) -> dict:
+        self.jobs.append(job["learner"])
+        if job["learner"].startswith("aa"):
+            return {"learner": job["learner"], "error": "GraderError: the worker broke"}
+        if job["learner"] != batch.REFERENCE:
+            return super().grade(job)
+        assert sorted(p.name for p in Path(job["path"]).iterdir()) == sorted(SUBMISSION_FILES)
+        grade = Grade(submission="reference", seed=1, devices=["cpu"], sandbox="bwrap",
+                      seconds=0.1, stages=[StageGrade(s, 10.0, 10.0, [(TestResult(
+                          name="test_x", stage=s, title="x", passed=True), 10.0, 10.0)])
+                                           for s in STAGE_NAMES])
+        return {"learner": job["learner"], "grade": grade.to_json()}
+
+
+@pytest.mark.parametrize("failing", [batch.GIVE_UP_AFTER, 2 * batch.GIVE_UP_AFTER])
+def test_learners_who_sort_first_cannot_stop_the_class(tmp_path, monkeypatch, failing):
+    """Submissions that fail in the grader, however many sort first, stop nothing: the batch
+    grades the reference once, which gets full marks, and goes on to everyone else."""
+    _FailsOnSome.jobs = []
+    monkeypatch.setattr(batch, "GradingProcess", _FailsOnSome)
+    names = [f"aa{i}" for i in range(failing)] + ["bob", "carol"]
+    for name in names:
+        (tmp_path / "submissions" / name).mkdir(parents=True)
+    code, progress = _run(tmp_path / "submissions", tmp_path / "grades.csv")
+    assert code == 1 and "the batch stopped" not in progress, progress
+    assert _FailsOnSome.jobs.count(batch.REFERENCE) == 1, _FailsOnSome.jobs
+    rows = _rows(tmp_path / "grades.csv")
+    assert rows["bob"]["total"] == rows["carol"]["total"] == "1", rows
+    assert progress.count("not graded") == failing, progress
 
 
 def _answers(starts: list[float], each: float, total: int) -> list[batch.Answer]:
@@ -603,11 +641,29 @@ def test_discover_names_learners_and_clashes(tmp_path):
         (tmp_path / name).mkdir()
     zipfile.ZipFile(tmp_path / "bob.zip", "w").close()
     zipfile.ZipFile(tmp_path / "carol.ZIP", "w").close()
+    zipfile.ZipFile(tmp_path / "dan.zip", "w").close()
+    zipfile.ZipFile(tmp_path / "dan.ZIP", "w").close()
     (tmp_path / "notes.txt").write_text("x")
     learners, ignored = classbook.discover(tmp_path)
-    assert [x.id for x in learners] == ["alice", "bob", "carol"]
-    assert learners[1].problem and "keep only one" in learners[1].problem
+    assert [x.id for x in learners] == ["alice", "bob", "carol", "dan"]
+    assert not any(x.problem for x in learners)  # a clash costs nobody their grade
+    bob, dan = learners[1], learners[3]
+    assert bob.path.name == "bob" and bob.set_aside == ("bob.zip",)  # the folder is graded
+    assert dan.path.name == "dan.ZIP" and dan.set_aside == ("dan.zip",)  # the first by name
+    assert learners[0].set_aside == learners[2].set_aside == ()
     assert ignored == ["notes.txt"]
+
+
+def test_a_folder_and_an_archive_of_one_name_grade_the_folder(tmp_path, monkeypatch):
+    """victim/ and victim.zip side by side (another's upload named after them): the folder is
+    graded, the archive set aside and named to the instructor; the learner keeps their grade."""
+    monkeypatch.setattr(batch, "GradingProcess", _FailingProcess)
+    (tmp_path / "submissions" / "victim").mkdir(parents=True)
+    zipfile.ZipFile(tmp_path / "submissions" / "victim.zip", "w").close()
+    code, progress = _run(tmp_path / "submissions", tmp_path / "grades.csv")
+    assert code == 0, progress
+    assert "victim: graded victim; set aside victim.zip" in progress, progress
+    assert _rows(tmp_path / "grades.csv")["victim"]["total"] == "1"
 
 
 def test_out_dir_is_the_csv_without_its_suffix():

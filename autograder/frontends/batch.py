@@ -33,8 +33,9 @@ checks once it has finished (``autograder/frontends/shards.py``).
 one warm ``Grader``: torch is imported N times per batch, not once per learner. A learner whose
 grading fails (the grader's fault, not theirs), or whose files cannot be written, gets an
 error.txt where possible and an empty row saying why, and the batch goes on: no learner's
-failure ends a grading thread. Only a broken rubric, or a grader that fails on the first
-submissions before grading any, stops it.
+failure ends a grading thread. Only a broken rubric stops it, or a grader that fails on the
+reference solution (lumen's files), which the batch grades when its first submissions all fail
+in the grader: learners cannot stop a class, whatever their names.
 
 This module is the pool of grading processes and the run; who is in the class and the files
 rebuilt from the records are the class book (``classbook.py``), the summary ``summary.py``.
@@ -48,14 +49,18 @@ import gc
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from lumen.stages import SUBMISSION_FILES
 
 from .. import ROOT
 from ..boundary.clean import MAX_NAME
@@ -76,6 +81,7 @@ from .classbook import (
     GRADE,
     KEPT,
     RESULTS,
+    SAME_NAME,
     UNGRADED,
     default_out_dir,
     discover,
@@ -84,7 +90,10 @@ from .classbook import (
 )
 
 JOB_SECONDS = 600.0  # one learner, including a fresh worker's start: then the process is ended
-GIVE_UP_AFTER = 3  # grader failures before any success: the grader is broken, not the learners
+#: Grader failures before any success, after which the batch grades the reference (lumen's
+#: own files): the grader is broken when it fails on that too, never on learners' say-so.
+GIVE_UP_AFTER = 3
+REFERENCE = "(the reference solution)"  # the job's name when the batch grades lumen's files
 INTERRUPTED = "interrupted"  # why the batch stopped after Ctrl-C or SIGTERM
 #: What the batch says of the learners it keeps (``classbook.KEPT``), first and last.
 KEEPING = "kept {kept} graded before from the same files (--force regrades them)"
@@ -159,6 +168,32 @@ def serve(config: dict) -> int:
     if grader is not None:
         grader.close()
     return 0
+
+
+def reference_fails(process: GradingProcess) -> str:
+    """Grade lumen's own files, the reference solution, in ``process``: "" when they get full
+    marks, else why not. Only this decides that the grader is broken: learners' submissions
+    that fail in it (whatever their names, however many sort first) never stop a class."""
+    with tempfile.TemporaryDirectory(prefix="reference-") as folder:
+        try:
+            for name in SUBMISSION_FILES:
+                shutil.copyfile(ROOT / "lumen" / name, Path(folder) / name)
+        except OSError as error:  # no reference to grade: fail closed, as a broken grader
+            return f"the reference solution could not be read ({error})"
+        try:
+            reply = process.grade({"learner": REFERENCE, "path": folder})
+        except Exception as error:  # noqa: BLE001 - a reply that is not JSON: the grader's
+            process.stop()
+            return f"{type(error).__name__}: {error}"
+    if "grade" not in reply:
+        return str(reply.get("error") or reply.get("fatal") or "no grade came back")
+    try:
+        grade = Grade.from_json(reply["grade"])
+    except (TypeError, ValueError, KeyError) as error:
+        return f"its grade could not be read ({error})"
+    short = [f"{s.name} {s.score:g}/{s.max_score:g}" for s in grade.stages
+             if s.score < s.max_score]
+    return f"it scored {', '.join(short)}" if short else ""
 
 
 class GradingProcess:
@@ -378,6 +413,12 @@ def run(submissions: Path, out: Path, options: Options | None = None,
               "a .zip: "
               f"{', '.join(terminal(name, MAX_NAME) for name in ignored[:10])}"
               f"{' ...' if len(ignored) > 10 else ''}", file=progress)
+    for learner in learners:
+        if learner.set_aside:
+            print(f"{terminal(learner.id, MAX_NAME)}: " + SAME_NAME.format(
+                graded=terminal(learner.path.name, MAX_NAME),
+                others=", ".join(terminal(x, MAX_NAME) for x in learner.set_aside)),
+                file=progress)
     failures: dict[str, str] = {}  # learner -> why their files could not be written
     for learner in learners:
         if learner.problem:
@@ -399,7 +440,8 @@ def run(submissions: Path, out: Path, options: Options | None = None,
     config = {"options": options.to_json(), "forks": 1 if jobs >= (os.cpu_count() or 1) else FORKS}
     pending = list(reversed(todo))
     lock = threading.Lock()
-    state = {"done": 0, "graded": 0, "regraded": 0, "failed": 0, "fatal": None}
+    state = {"done": 0, "graded": 0, "regraded": 0, "failed": 0, "fatal": None,
+             "reference": None}  # None: not graded yet; "": full marks; else why it failed
     width = len(str(len(todo)))
     started = time.perf_counter()
     answers: list[Answer] = []
@@ -435,9 +477,14 @@ def run(submissions: Path, out: Path, options: Options | None = None,
                             state["regraded"] += 1
                     else:
                         state["failed"] += 1
-                        if state["failed"] >= GIVE_UP_AFTER and not state["graded"]:
-                            state["fatal"] = f"the first {GIVE_UP_AFTER} submissions all " \
-                                             f"failed in the grader; last: {error}"
+                        if (state["failed"] >= GIVE_UP_AFTER and not state["graded"]
+                                and state["reference"] is None):
+                            state["reference"] = reference_fails(process)
+                            if state["reference"]:
+                                state["fatal"] = (
+                                    f"the first {GIVE_UP_AFTER} submissions failed in the "
+                                    f"grader, and so does the reference solution: "
+                                    f"{state['reference']}")
                     answers.append(Answer(index, time.perf_counter(), fresh))
                     fresh = "grade" not in reply  # after a failure, a process starts afresh
                     left = seconds_left(answers, len(todo), jobs)

@@ -36,7 +36,15 @@ class Learner:
 
     id: str
     path: Path
-    problem: str | None = None  # why it cannot be graded at all (a name clash)
+    problem: str | None = None  # why it cannot be graded at all (a reserved name)
+    set_aside: tuple[str, ...] = ()  # entries of the same name not graded (SAME_NAME's rule)
+
+
+#: Two entries for one learner (``bob/`` and ``bob.zip``, or ``bob.zip`` and ``bob.ZIP``): the
+#: folder is graded (what the platform or the instructor unpacked), else the first archive by
+#: name; the others are set aside and named to the instructor, and the learner is graded.
+SAME_NAME = ("graded {graded}; set aside {others} (one learner, two entries: a folder is "
+             "graded before an archive; remove or rename the other to grade it instead)")
 
 
 def default_out_dir(out: Path) -> Path:
@@ -64,11 +72,10 @@ def discover(submissions: Path, skip: tuple[Path, ...] = ()) -> tuple[list[Learn
     learners = []
     for learner, paths in sorted(found.items()):
         problem = None
-        if len(paths) > 1:
-            problem = f"both {' and '.join(p.name for p in paths)}: keep only one"
-        elif learner in (SUMMARY, HISTOGRAM):
+        paths.sort(key=lambda p: (not p.is_dir(), p.name))  # the folder first (SAME_NAME)
+        if learner in (SUMMARY, HISTOGRAM):
             problem = f"a learner may not be called {learner!r} (the summary's name): rename it"
-        learners.append(Learner(learner, paths[0], problem))
+        learners.append(Learner(learner, paths[0], problem, tuple(p.name for p in paths[1:])))
     return learners, ignored
 
 
