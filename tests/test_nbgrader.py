@@ -6,7 +6,9 @@ fixture learners: complete (with written answers), partial (a written answer wit
 than the page), the stubs, a notebook that is not JSON, a hostile notebook (cells that would
 forge outputs, rewrite the gradebook, redefine the checks and raise, and .py files that warn on
 stderr at import), a renamed notebook, one with a graded cell deleted and another edited (and
-submitted late, under the 'zero' penalty), and a folder whose name is not a student id. Their
+submitted late, under the 'zero' penalty, in collect's layout), one whose .py file does not
+parse (with a timestamp.txt of its own, which is never read), and a folder whose name is not a
+student id. Their
 per-stage scores in nbgrader's gradebook must equal what ``python -m autograder grade`` gives
 the same files, and formgrader, running, must show them. ``make nbgrade``'s command runs a
 class of two in the full tier.
@@ -147,7 +149,9 @@ def nbgraded(tmp_path_factory):
             "broken": ROOT / "lumen", "hostile": partial, "renamed": ROOT / "lumen",
             "cut": ROOT / "lumen", "typo": ROOT / "lumen"}
     for name, source in plan.items():
-        folder = learners / name
+        # cut comes in collect's layout, whose timestamp.txt is nbgrader's; typo writes one
+        # of its own (late), which is the learner's file and never read
+        folder = learners / name / (nbgrade.ASSIGNMENT if name == "cut" else "")
         folder.mkdir(parents=True)
         _files(folder, source)
         nb = _lab()
@@ -168,6 +172,7 @@ def nbgraded(tmp_path_factory):
                             1), encoding="utf-8")
             assert path.read_text(encoding="utf-8") != text
         if name == "typo":  # a .py file that does not parse: its note reaches the feedback
+            (folder / nbgrade.TIMESTAMP).write_text(LATE + "\n", encoding="utf-8")
             path = folder / "params.py"
             path.write_text(path.read_text(encoding="utf-8").replace("def ", "def (", 1),
                             encoding="utf-8")
@@ -193,9 +198,8 @@ def _reference(learners: Path) -> dict[str, dict[str, float]]:
     """What ``python -m autograder grade`` gives each learner's files, stage by stage."""
     scores = {}
     with Grader() as grader:
-        for folder in sorted(p for p in learners.iterdir() if nbgrade.STUDENT_ID.fullmatch(
-                p.name)):
-            scores[folder.name] = {s.name: s.score for s in grader.grade(folder).stages}
+        for learner, folder in sorted(nbgrade.learner_folders(learners)[0].items()):
+            scores[learner] = {s.name: s.score for s in grader.grade(folder).stages}
     return scores
 
 
@@ -535,6 +539,9 @@ def test_a_late_learner_is_told_the_scores_shown_are_before_the_penalty(nbgraded
     for learner in set(grades) - {"cut"}:
         assert float(grades[learner]["late_submission_penalty"]) == 0, learner
         assert "late penalty" not in stages[learner]["notes"], learner
+    # typo's own timestamp.txt (late) is its file, not the platform's: read by no one
+    assert nbgrade.OWN_TIMESTAMP in stages["typo"]["notes"], stages["typo"]["notes"]
+    assert not grades["typo"]["timestamp"].startswith(LATE.split()[0]), grades["typo"]
 
 
 def test_the_nbgrade_command_runs_as_a_user_types_it(tmp_path):
@@ -820,3 +827,23 @@ def test_a_timestamp_that_is_not_a_date_is_not_carried(tmp_path):
     (tmp_path / "out").mkdir()
     note = nbgrade.carry_timestamp(tmp_path, tmp_path / "out")
     assert "not a date nbgrader reads" in note and not (tmp_path / "out" / "timestamp.txt").exists()
+
+
+def test_a_learners_own_timestamp_sets_no_submission_time(tmp_path):
+    """In a folder of a learner's own files, timestamp.txt is the learner's: never carried,
+    whatever date it holds; in collect's layout, nbgrader's is."""
+    submissions = tmp_path / "submissions"
+    for learner, folder in (("own", submissions / "own"),
+                            ("collected", submissions / "collected" / nbgrade.ASSIGNMENT)):
+        folder.mkdir(parents=True)
+        (folder / "timestamp.txt").write_text("2026-11-30 12:00:00 UTC\n")  # before the due date
+        (tmp_path / learner).mkdir()
+        note = nbgrade.submission_time(submissions, learner, folder, tmp_path / learner)
+        carried = tmp_path / learner / "timestamp.txt"
+        if learner == "own":
+            assert note == nbgrade.OWN_TIMESTAMP and not carried.exists()
+        else:
+            assert note is None and carried.read_text().startswith("2026-11-30 12:00:00")
+    (submissions / "own" / "timestamp.txt").unlink()
+    assert nbgrade.submission_time(submissions, "own", submissions / "own", tmp_path) is None
+

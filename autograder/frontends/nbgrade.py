@@ -6,10 +6,11 @@ the learner's files themselves (the lab notebook lab.ipynb and the three .py fil
 layout ``nbgrader collect`` and ``nbgrader zip_collect`` write, a course's
 ``submitted/<student>/embedding_layer/`` (pass that submitted/ folder). A ``timestamp.txt``
 there (nbgrader's, from submit, collect or zip_collect's ``timestamp`` group) is carried into
-the course, so nbgrader's own late penalty applies: the due date is the gradebook's
-(``--due``, formgrader, or ``nbgrader db assignment add --duedate``) and the penalty nbgrader's
-LateSubmissionPlugin's (``--late-penalty``). The pipeline, in a course folder (default
-``build/nbgrader``) built from solutions/course/:
+the course, so nbgrader's own late penalty applies (in a folder of a learner's own files, one
+is the learner's and is not read: that layout has no submission time): the due date is the
+gradebook's (``--due``, formgrader, or ``nbgrader db assignment add --duedate``) and the
+penalty nbgrader's LateSubmissionPlugin's (``--late-penalty``). The pipeline, in a course
+folder (default ``build/nbgrader``) built from solutions/course/:
 
 1. **The course**: nbgrader's configuration, the source notebook and exercises/; then
    ``nbgrader generate_assignment`` (the assignment and its cells in gradebook.db). It takes
@@ -419,6 +420,23 @@ def learner_folders(submissions: Path) -> tuple[dict[str, Path], dict[str, str]]
     return learners, problems
 
 
+#: A timestamp.txt among a learner's own files: theirs to write, so never a submission time.
+OWN_TIMESTAMP = (f"{TIMESTAMP} among your own files was not read: a submission time comes from "
+                 "the platform (nbgrader collect or zip_collect, which write submitted/<student>/"
+                 f"{ASSIGNMENT}/), never from a file the learner writes; a folder of a learner's "
+                 "files has none, so whether it was late was not decided")
+
+
+def submission_time(submissions: Path, learner: str, folder: Path, target: Path) -> str | None:
+    """Carry nbgrader's record of when ``learner`` submitted into ``target``, where there is one:
+    in collect's layout (``submitted/<student>/embedding_layer/timestamp.txt``, written by
+    nbgrader). A folder of the learner's own files has none: a ``timestamp.txt`` there is the
+    learner's (a late learner could write an early date), so it is not read, and they are told."""
+    if folder == submissions / learner / ASSIGNMENT:
+        return carry_timestamp(folder, target)
+    return OWN_TIMESTAMP if os.path.lexists(folder / TIMESTAMP) else None
+
+
 def carry_timestamp(source: Path, target: Path) -> str | None:
     """Copy the submission's ``timestamp.txt`` (nbgrader's) from ``source`` into ``target``,
     rewritten as the date nbgrader reads from it, so that nbgrader autograde records when it
@@ -743,7 +761,7 @@ def run(submissions: Path, course: Path, options: Options | None = None, jobs: i
         for learner in learners:
             target = submitted / learner / ASSIGNMENT
             copy_files(folders[learner], target)
-            late[learner] = carry_timestamp(folders[learner], target)
+            late[learner] = submission_time(submissions, learner, folders[learner], target)
         status, failed = _grade(course, submitted, learners, options, jobs, progress)
     finally:
         beside.shutdown(wait=True)
