@@ -36,8 +36,11 @@ change what that process sees. Every other test looks only at what your code com
    ``nn.Linear.forward = ...``, ``setattr(F, "linear", f)``, ``del torch.zeros``,
    ``torch.backends.cudnn.benchmark = True``), and one of torch's modules handed on as a value
    (``f(F)``, ``[nn]``, ``self.F = F``, a module as a class attribute), where what is done to
-   it cannot be followed. Reading through a module (``F.relu``, ``G = F``) is fine, and so is
-   handing on torch's classes, functions and dtypes (``torch.float64``, ``nn.Linear``).
+   it cannot be followed; and so is an attribute set or deleted on an object's class
+   (``type(self.lm_head).forward = ...``, ``m.__class__.x = ...``, ``setattr(type(m), ...)``),
+   which may be torch's: name your own class instead (``MyModel.x = ...``). Reading through
+   a module (``F.relu``, ``G = F``) is fine, and so is handing on torch's classes, functions
+   and dtypes (``torch.float64``, ``nn.Linear``).
 4. **Limits** (``MAX_DEPTH``, ``MAX_NODES``). A file with an expression nested more than 100
    deep, or of more than 100,000 parts (AST nodes; your files hold a few thousand), or one
    Python's own parser gives up on, is not read: it is refused as a whole ("unreadable"),
@@ -641,6 +644,7 @@ class _Reader:
         of this file may be bound to (imports, aliases, your own modules and names)."""
         self.exports, self.paths, self.found = exports, None, []
         self.modules, self.aliases, self.own, self.own_modules = {}, set(), set(), {}
+        self.classes_of: set[str] = set()  # names bound to type(x) or x.__class__ somewhere
         nodes = _live_nodes(self.tree, self.tampered)
         for node in self.tree.body:  # your top-level classes and functions, if never rebound
             if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) \
@@ -795,6 +799,8 @@ class _Reader:
         """``F = torch.nn.functional``: F may name that module from here on."""
         if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
                 and id(node.targets[0]) not in self.in_classes:
+            if _class_of(node.value):  # T = type(m): T.forward = ... changes m's class
+                self.classes_of.add(node.targets[0].id)
             paths = self._qualify(node.value)
             for path in paths - {UNKNOWN}:
                 self._bind(node.targets[0].id, path)
@@ -886,6 +892,14 @@ class _Reader:
         """``base.name = ...`` (or ``del``, ``setattr``, ``base[key] = ...``): refused when
         ``base`` is torch or anything reached through it by name (``F``, ``torch.Tensor``,
         ``nn.Linear``), whose attributes the given code and the grader's checks call."""
+        if _class_of(base) or isinstance(base, ast.Name) and base.id in self.classes_of:
+            # type(m).forward = ...: m's class may be torch's (nn.Linear)
+            name = name or (node.attr if isinstance(node, ast.Attribute) else "[...]")
+            shown = f"{_shown(base)}{'' if name == '[...]' else '.'}{name}"
+            self._add(node, (f"del {shown}" if isinstance(ctx, ast.Del) else f"{shown} = ...")
+                      + " (the class of an object, which may be one of torch's: name the "
+                      "class itself)", "redirect")
+            return
         paths = sorted(p for p in self._qualify(base) if p is not UNKNOWN
                        and p.split(".")[0] == "torch")
         if paths:
@@ -984,6 +998,15 @@ class _Reader:
             text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
             self.codes[line] = _cut(text[: 4 * SHOWN].strip())
         return self.codes[line]
+
+
+def _class_of(node: ast.expr) -> bool:
+    """``type(x)`` or ``x.__class__``: an object's class, whatever it is (torch's ``nn.Linear``
+    for ``type(self.lm_head)``), which no reading of the source can tell apart."""
+    if isinstance(node, ast.Attribute):
+        return node.attr == "__class__"
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id == "type" and len(node.args) == 1 and not node.keywords)
 
 
 def _cut(text: str) -> str:

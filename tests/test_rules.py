@@ -474,6 +474,16 @@ BYPASSES = {
         "a module through a walrus": "x = (G := F)",
         "a switch of torch's": "torch.backends.cudnn.benchmark = True",
         "a container of torch's": "F.__all__[0] = 'linear'",
+        # an object's class, which is torch's for a layer (nn.Linear for the head)
+        "a layer's class changed through type()": "def f(m):\n    type(m).forward = None",
+        "through type() of an attribute": "class A:\n    def g(self):\n"
+                                          "        type(self.lm_head).forward = None",
+        "through __class__": "def f(m):\n    m.__class__.forward = None",
+        "through setattr on type()": "def f(m):\n    setattr(type(m), 'forward', None)",
+        "deleted through type()": "def f(m):\n    del type(m).forward",
+        "through delattr on __class__": "def f(m):\n    delattr(m.__class__, 'forward')",
+        "type() named first": "def f(m):\n    T = type(m)\n    T.forward = None",
+        "augmented through type()": "def f(m):\n    type(m).count += 1",
     }.items()},
 }
 
@@ -576,6 +586,9 @@ CLEAN = {
     "torch as usual": "x = nn.init.normal_(torch.empty(2), 0.0, 0.02)\n"
                       "y = F.scaled_dot_product_attention\nz = torch.autograd.Function\n"
                       "t = torch.trace(torch.eye(2)) + torch.select(torch.eye(2), 0, 0).sum()",
+    "an object's class read, its own class changed": (
+        "class A:\n    count = 0\n    def f(self, m):\n        A.count += 1\n"
+        "        T = type(m)\n        return T.__name__, type(self)(), m.__class__ is T"),
     "re.compile": "import re as R\np = R.compile('x')",
     "sys.stdout": "import sys\nsys.stdout.write('x')\nprint(file=sys.stderr)",
     "your own module": "from . import params\nx = params.PRESETS\nfrom .params import count_params",
