@@ -15,7 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from autograder.boundary.intake import UNUSABLE, prepare
+from autograder.boundary.intake import (
+    MAX_FOLDER_DEPTH,
+    MAX_ZIP_MEMBERS,
+    UNUSABLE,
+    missing,
+    prepare,
+)
 from autograder.grading import Grader
 from autograder.options import Limits, Options
 from lumen.stages import SUBMISSION_FILES
@@ -106,6 +112,54 @@ def test_a_file_behind_a_linked_folder_is_named(tmp_path):
     (folder / "exercises" / "code").symlink_to(outside, target_is_directory=True)
     _check(_prepared(folder), "gpt2.py", str(Path("exercises") / "code"), "symbolic link",
            "submit the file itself")
+
+
+@pytest.mark.parametrize("depth", [1, 3, MAX_FOLDER_DEPTH - 1, MAX_FOLDER_DEPTH + 1, 1200])
+def test_a_folder_nested_deep_is_searched_to_a_bound(tmp_path, depth):
+    """gpt2.py ``depth`` folders down (an uploaded repository nests a few; 1,200 is past
+    Python's recursion limit): taken within MAX_FOLDER_DEPTH, else named missing; either way
+    preparing finishes, with the other two files taken as they are."""
+    folder = _folder(tmp_path / "learner", skip="gpt2.py")
+    deep = folder
+    for _ in range(depth):  # one level at a time: Path.mkdir(parents=True) recurses itself
+        deep = deep / "d"
+        deep.mkdir()
+    (deep / "gpt2.py").write_bytes(SOURCES["gpt2.py"])
+    prepared = _prepared(folder)
+    if depth < MAX_FOLDER_DEPTH:
+        assert not prepared.problems and prepared.files["gpt2.py"].encode() == SOURCES["gpt2.py"]
+    else:
+        _missing(prepared, "gpt2.py")
+
+
+def _missing(prepared, name: str) -> None:
+    """``name`` named missing, with the fix; the other two files taken as they are."""
+    assert prepared.problems == {name: missing(name)} and name not in prepared.files, \
+        prepared.problems
+    assert all(prepared.files[n].encode() == SOURCES[n] for n in SUBMISSION_FILES if n != name)
+
+
+@pytest.mark.parametrize("shape", ["wide", "many folders"])
+def test_a_folder_of_thousands_of_entries_is_searched_to_a_bound(tmp_path, shape):
+    """Thousands of entries before the file (files, or empty folders): the search stops after
+    MAX_ZIP_MEMBERS entries and names the file missing, never walking them all."""
+    folder = _folder(tmp_path / "learner", skip="gpt2.py")
+    crowd = folder / "crowd"
+    crowd.mkdir()
+    for i in range(MAX_ZIP_MEMBERS + 10):
+        (crowd / f"{i:05}").mkdir() if shape == "many folders" else (
+            crowd / f"{i:05}").touch()
+    (folder / "zz" / "later").mkdir(parents=True)  # sorted after crowd, one level deeper
+    (folder / "zz" / "later" / "gpt2.py").write_bytes(SOURCES["gpt2.py"])
+    _missing(_prepared(folder), "gpt2.py")
+
+
+def test_the_shallowest_file_is_taken_first_by_path(tmp_path):
+    folder = _folder(tmp_path / "learner", skip="gpt2.py")
+    for where, text in (("b/x", "# deeper\n"), ("c", "# c\n"), ("a/deeper/still", "# no\n")):
+        (folder / where).mkdir(parents=True)
+        (folder / where / "gpt2.py").write_text(text + SOURCES["gpt2.py"].decode())
+    assert _prepared(folder).files["gpt2.py"].startswith("# c\n")
 
 
 def test_a_fifo_in_a_folder_is_refused_without_blocking(tmp_path):

@@ -28,6 +28,7 @@ from .clean import clean_text
 
 MAX_FILE = 1 << 20  # 1 MiB: far more than any honest embeddings.py
 MAX_ZIP_MEMBERS = 2000
+MAX_FOLDER_DEPTH = 32  # folders below a submission's top: an uploaded repository nests a few
 #: The grader's line in an unusable file's stand-in (``UNUSABLE``): never quoted to a learner.
 STAND_IN = "raise ImportError(__doc__)  # the grader's stand-in: your file was unusable\n"
 #: What an unusable file becomes: importing it raises the problem (the docstring) as its error.
@@ -151,21 +152,43 @@ def _read_regular(path: Path, name: str) -> bytes:
 
 def _find_in_folder(source: Path, name: str) -> tuple[Path | None, list[Path]]:
     """``name`` at the top of ``source``, else the shallowest one below it (an uploaded
-    repository or an unzipped exercises/ folder); never through a linked folder. Also the
-    linked folders passed by, to say why a file behind one is not taken."""
+    repository or an unzipped exercises/ folder; the first by path among equals); never
+    through a linked folder. Also the linked folders passed by, to say why a file behind one
+    is not taken. Breadth first and bounded: at most ``MAX_FOLDER_DEPTH`` folders deep and
+    ``MAX_ZIP_MEMBERS`` entries looked at, so a folder nested past Python's recursion limit
+    or holding millions of entries costs no more than an honest one."""
     if os.path.lexists(source / name):
         return source / name, []
-    seen, best, linked = 0, None, []
-    for folder, subfolders, files in os.walk(source):  # does not follow links
-        here = Path(folder)
-        subfolders[:] = sorted(d for d in subfolders if not d.startswith((".", "__MACOSX")))
-        linked += [here / d for d in subfolders if (here / d).is_symlink()]
-        seen += len(files) + len(subfolders)
-        if seen > MAX_ZIP_MEMBERS:
+    seen, linked, level = 0, [], [source]
+    for _ in range(MAX_FOLDER_DEPTH):
+        below = []
+        for here in level:
+            try:
+                with os.scandir(here) as listing:
+                    entries = sorted(listing, key=lambda e: e.name)
+            except OSError:  # unreadable, or gone: nothing of the learner's to take there
+                continue
+            seen += len(entries)
+            for entry in entries:
+                if entry.name == name and not _is_folder(entry):
+                    return Path(entry.path), linked
+            for entry in entries:
+                if _is_folder(entry) and not entry.name.startswith((".", "__MACOSX")):
+                    (linked if entry.is_symlink() else below).append(Path(entry.path))
+            if seen > MAX_ZIP_MEMBERS:
+                return None, linked
+        if not below:
             break
-        if name in files and (best is None or len(here.parts) < len(best.parent.parts)):
-            best = here / name
-    return best, linked
+        level = below
+    return None, linked
+
+
+def _is_folder(entry: os.DirEntry) -> bool:
+    """A folder, or a link to one (as os.walk counts them: passed by, never followed)."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 def _from_folder(source: Path, prepared: Prepared) -> dict[str, bytes]:
@@ -305,6 +328,6 @@ def syntax_notes(files: dict[str, str]) -> list[str]:
         except SyntaxError as error:  # IndentationError and TabError too
             notes.append(f"{name}: {type(error).__name__} at line {error.lineno}: "
                          f"{clean_text(str(error.msg), 200)}")
-        except (ValueError, RecursionError, MemoryError) as error:  # null bytes, deep nesting
-            notes.append(f"{name} cannot be compiled ({type(error).__name__})")
+        except Exception as error:  # noqa: BLE001 - null bytes, deep nesting, whatever else:
+            notes.append(f"{name} cannot be compiled ({type(error).__name__})")  # the learner's
     return notes
