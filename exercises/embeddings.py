@@ -38,8 +38,10 @@ the stub's own copy of it, whatever your file holds, so leave it as it is: a sta
 in given code (a tie in ``GPT2.forward``) is lost there. Helpers of your own are fine (new
 functions, methods, base classes, mixins), but a method of yours that overrides one of
 nn.Module's (``to``, ``double``, ``load_state_dict``, ``state_dict``, ``parameters``,
-``__call__``, ``__setattr__``, ``__getattr__``, ...) is replaced by nn.Module's own, and no
-object's given or nn.Module method can be replaced (``self.forward = ...`` raises). Your classes
+``__call__``, ``__setattr__``, ``__getattr__``, ...) is replaced by nn.Module's own, a class
+attribute of yours named as a member the given code sets on each object (``lm_head``, ``wte``,
+``config``) is removed, and no object's given or nn.Module method can be replaced
+(``self.forward = ...`` raises). Your classes
 are also run as you wrote them: an Embedding must hold what its reset_parameters drew, a GPT2
 what its init_weights drew and be tied by tie_weights alone; changed given code loses the
 points of the stage it affects, with a message that says so.

@@ -22,6 +22,8 @@ import ast
 import textwrap
 
 import pytest
+import torch
+from torch import nn
 
 from autograder.grading import Grader
 from autograder.sandboxed import given
@@ -320,6 +322,60 @@ def test_a_given_init_with_super_runs_in_a_learner_class_with_its_own_base():
     pins = given.Pins()
     given._pin_class(Learner, Stub, set(), "Learner", pins)
     assert Learner("config").config == "config"
+
+
+STUB_WITH_MEMBERS = """
+import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.config = {"tie": True}
+        self.head = nn.Linear(2, 2)
+        self.register_buffer("mask", torch.ones(2))
+
+    def tie(self):
+        raise NotImplementedError
+"""
+
+
+@pytest.mark.parametrize("where", ["class", "mixin", "set later"])
+def test_a_class_attribute_never_shadows_a_member_given_code_sets(where):
+    """A class attribute (a property, or any value) named as a submodule, buffer or plain
+    member the given __init__ sets on each object answers before nn.Module's own lookup: the
+    pins remove it from the learner's class and mixins (and again when set later), and undo
+    it in ``Pins.undone``."""
+    assert given.instance_members(STUB_WITH_MEMBERS, "Model") == {"config", "head", "mask"}
+    namespace: dict = {}
+    exec(STUB_WITH_MEMBERS, namespace)
+    stub = namespace["Model"]
+    fake = property(lambda self: "the learner's head")
+
+    class Mixin:
+        pass
+
+    class Learner(Mixin, nn.Module):
+        def tie(self):
+            return None
+
+    holder = Mixin if where == "mixin" else Learner
+    if where != "set later":
+        holder.head = fake
+        holder.mask = "a class value"
+    pins = given.Pins()
+    given._pin_class(Learner, stub, {"tie"}, "Model", pins, STUB_WITH_MEMBERS)
+    if where == "set later":  # by the learner's code, at run time
+        Learner.head = fake
+        pins.reapply()
+    model = Learner()
+    assert isinstance(model.head, nn.Linear) and torch.equal(model.mask, torch.ones(2))
+    assert model.config == {"tie": True}
+    if where != "set later":
+        with pins.undone():
+            assert vars(holder)["head"] is fake  # as they wrote it
+        assert "head" not in vars(holder)
 
 
 class _EqualToAll:

@@ -19,7 +19,10 @@ the three files is given code. After a learner's module is loaded and the scaffo
 2. ``unshadow``: anything else the learner's class, its own bases and mixins (or its metaclass)
    define under a name that the stub's base classes have (nn.Module's to, load_state_dict,
    state_dict, parameters, __call__, _call_impl, __setattr__, __getattr__, ...; type's
-   __call__) is replaced there by the base's own. Helpers under new names stay.
+   __call__) is replaced there by the base's own, and so is removed a class attribute under
+   the name of a member the given code sets on each object (``lm_head``, ``wte``, ``config``:
+   a ``lm_head = property(...)`` would answer in place of the submodule). Helpers under new
+   names stay.
 3. ``guard``: a given method, and every method of nn.Module and of torch's layers, becomes a
    ``Fixed`` attribute, which an object cannot shadow (``self.forward = ...`` raises), so that
    learner code cannot replace given code at run time either.
@@ -290,18 +293,61 @@ def unshadow(learner: type, bases: tuple[type, ...], skip: set[str], pins: Pins)
                 pins.set(learner, name, value)
 
 
-def _pin_class(learner: type, stub: type, owned: set[str], qualname: str, pins: Pins) -> None:
+def _pin_class(learner: type, stub: type, owned: set[str], qualname: str, pins: Pins,
+               source: str | None = None) -> None:
     """The stub's given attributes into the learner's class; then nothing else of theirs that
-    overrides the stub's bases (or the stub's metaclass)."""
+    overrides the stub's bases (or the stub's metaclass), and no class attribute of theirs
+    under the name of a member the given code sets on each object (``source``: the stub's)."""
     anchor = _super_anchor(learner, stub)
     for name, value in vars(stub).items():
         if name in owned or name in DATA:
             continue
         pins.set(learner, name, _fixed(rebind_super(value, anchor), f"{qualname}.{name}"))
     unshadow(learner, stub.__mro__[1:], set(vars(stub)) | owned, pins)
+    if source is not None:
+        unshadow_members(learner, stub, instance_members(source, qualname) - owned
+                         - set(vars(stub)), pins)  # the stub's own class attributes stay
     pins.watch(learner, stub.__mro__[1:])
     if type(learner) is not type(stub):  # a metaclass of theirs: its __call__ is type's
         unshadow(type(learner), type(stub).__mro__, set(), pins)
+
+
+@functools.lru_cache(maxsize=32)
+def instance_members(source: str, qualname: str) -> frozenset[str]:
+    """The names the stub's class ``qualname`` sets on ``self`` in its methods (``self.wte =
+    ...``, ``self.register_buffer("mask", ...)``): its submodules, Parameters, buffers and
+    plain members, which nn.Module keeps per object, where a class attribute shadows them."""
+    names: set[str] = set()
+    for node in ast.parse(source).body:
+        if not (isinstance(node, ast.ClassDef) and node.name == qualname):
+            continue
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.Attribute) and isinstance(inner.ctx, ast.Store) \
+                    and isinstance(inner.value, ast.Name) and inner.value.id == "self":
+                names.add(inner.attr)
+            elif isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) \
+                    and inner.func.attr in REGISTERS and inner.args \
+                    and isinstance(inner.args[0], ast.Constant) \
+                    and isinstance(inner.args[0].value, str):
+                names.add(inner.args[0].value)
+    return frozenset(names)
+
+
+#: nn.Module's methods that set a member by name.
+REGISTERS = frozenset({"register_buffer", "register_parameter", "register_module", "add_module"})
+
+
+def unshadow_members(learner: type, stub: type, members: Iterable[str], pins: Pins) -> None:
+    """Each of ``members`` (set on each object by given code: ``lm_head``) removed from the
+    learner's classes where they define it as a class attribute: a ``lm_head = property(...)``
+    would answer ``model.lm_head`` in place of the submodule the given code made."""
+    bases = stub.__mro__[1:]
+    for name in sorted(set(members) - DATA):
+        for cls in learner.__mro__:
+            if cls in bases or cls.__module__.split(".")[0] == "torch":
+                continue
+            if cls is learner or name in vars(cls):  # on their class even while it has none:
+                pins.set(cls, name, MISSING)  # reapply removes one their code sets later
 
 
 @functools.lru_cache(maxsize=8)
@@ -335,7 +381,7 @@ def pin(target: types.ModuleType, stub: types.ModuleType, source: str, owned: li
             mine = vars(target).get(name, MISSING)
             if name in holders and isinstance(mine, type) and name not in skip:
                 members = {q.split(".", 1)[1] for q in owned if q.startswith(f"{name}.")}
-                _pin_class(mine, vars(stub)[name], members, name, pins)
+                _pin_class(mine, vars(stub)[name], members, name, pins, source)
             if mine is not MISSING:  # given code calls the learner's (or the scaffold)
                 vars(stub)[name] = mine
             continue

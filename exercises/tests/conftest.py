@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import importlib
 import os
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -270,16 +270,20 @@ _YOURS_TO_DEFINE = {"__init__", "forward", "extra_repr", "__module__", "__qualna
                     "__static_attributes__", "__orig_bases__", "__parameters__", "__slots__"}
 
 
-def _nn_module_overrides(cls: type) -> list[str]:
-    """The methods of nn.Module (or object) that ``cls`` or a base of yours overrides, as
-    "Class.name": the grader replaces each with nn.Module's own."""
+def _nn_module_overrides(cls: type, members: Iterable[str] = ()) -> list[str]:
+    """The methods of nn.Module (or object) that ``cls`` or a base of yours overrides, and
+    its class attributes named as one of ``members`` (what the given code sets on each object:
+    a class attribute ``lm_head`` answers in place of the submodule), as "Class.name": the
+    grader replaces each override with nn.Module's own, and removes each such attribute."""
     torch_side = set(torch.nn.Module.__mro__)
+    members = set(members)
     found = []
     for base in cls.__mro__:
         if base in torch_side or base.__module__.split(".")[0] == "torch":
             continue
         for name in vars(base):
-            if name not in _YOURS_TO_DEFINE and any(name in vars(t) for t in torch_side):
+            if name in members or (name not in _YOURS_TO_DEFINE
+                                   and any(name in vars(t) for t in torch_side)):
                 found.append(f"{base.__qualname__}.{name}")
     return found
 

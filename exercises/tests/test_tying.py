@@ -155,12 +155,16 @@ def test_every_row_gets_gradient_from_the_output_side(gpt2):
 def test_the_tie_is_made_by_tie_weights_alone(gpt2, nn_module_overrides):
     """Given code is the grader's ("Given code" at the top of embeddings.py): GPT2.__init__,
     forward and nn.Module's methods run as the stub has them, so only tie_weights may tie."""
-    changed = nn_module_overrides(gpt2.GPT2)
-    assert not changed, (
-        f"your GPT2 overrides {', '.join(changed)}, which nn.Module has: the grader replaces "
-        "each with nn.Module's own (given code is the grader's). Write only inside YOUR CODE HERE"
-    )
     model = tiny(gpt2, tie=False)
+    members = [n for n in (*vars(model), *model._modules, *model._parameters, *model._buffers)
+               if not n.startswith("_")]  # what the given __init__ set on the model
+    changed = nn_module_overrides(gpt2.GPT2, members)
+    assert not changed, (
+        f"your GPT2 overrides {', '.join(changed)}, which nn.Module has or the given __init__ "
+        "sets on each model: the grader replaces each method with nn.Module's own and removes "
+        "each class attribute under a member's name, such as lm_head (given code is the "
+        "grader's). Write only inside YOUR CODE HERE"
+    )
     head = model.lm_head.weight
     ids = torch.randint(0, V, (2, 8))
     logits = model(ids)

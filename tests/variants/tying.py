@@ -370,3 +370,29 @@ MISTAKES.update({
         "test_untied_keeps_two_matrices", "no fill of the head's own",
     ),
 })
+
+# A class attribute under the name of a submodule the given __init__ sets shadows it (nn.Module
+# keeps submodules per object, found only when the class has no such name): the pins remove
+# it, so the model the grader runs holds the given, untied lm_head (issue 30).
+MISTAKES["given code changed: lm_head shadowed by a class property that answers with the table"] = (
+    {"gpt2:GPT2.tie_weights": '''
+        class _Head(nn.Module):  # answers model.lm_head: the table itself, as a head
+            def __init__(self, table):
+                super().__init__()
+                self.table = table
+
+            @property
+            def weight(self):
+                return self.table.weight
+
+            def forward(self, h):
+                return h @ self.table.weight.T
+
+        lm_head = property(lambda self: GPT2._Head(self.wte) if self.config.tie_weights
+                           else self._modules["lm_head"])
+
+        def tie_weights(self):
+            pass
+    '''},
+    "test_tie_as_you_wrote_it", "not through tie_weights",
+)
