@@ -125,7 +125,13 @@ def test_a_folder_nested_deep_is_searched_to_a_bound(tmp_path, depth):
         deep = deep / "d"
         deep.mkdir()
     (deep / "gpt2.py").write_bytes(SOURCES["gpt2.py"])
-    prepared = _prepared(folder)
+    try:
+        prepared = _prepared(folder)
+    finally:  # bottom up: shutil.rmtree (pytest's clean-up) recurses, and would stop the run
+        (deep / "gpt2.py").unlink()
+        while deep != folder:
+            deep.rmdir()
+            deep = deep.parent
     if depth < MAX_FOLDER_DEPTH:
         assert not prepared.problems and prepared.files["gpt2.py"].encode() == SOURCES["gpt2.py"]
     else:
