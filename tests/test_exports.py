@@ -7,7 +7,8 @@ assignment), a "Points Possible" row, a learner matched by ID, SIS User ID or SI
 Moodle (grade/import/csv: a header row, then one user per row; "Map from" one column to a user
 field, email, username or ID number; a grade column mapped to a grade item, numbers within its
 range). No grading here: the class's results.json files are written as the batch writes them,
-so ``grade-batch`` skips every learner and only rebuilds the CSV, the summary and the exports.
+so ``grade-batch`` keeps every learner but eve, whose grading fails in a stand-in grading
+process, and rebuilds the CSV, the summary and the exports.
 """
 
 from __future__ import annotations
@@ -57,14 +58,27 @@ def _grade(learner: str, failing: set[str], submission: Path) -> Grade:
     return grade
 
 
+class _Fails:
+    """Stands in for a grading process: every learner it is asked to grade fails in it."""
+
+    def __init__(self, index, config, log) -> None:
+        pass
+
+    def grade(self, job: dict) -> dict:
+        return {"learner": job["learner"], "error": "GraderError: the worker broke"}
+
+    def stop(self) -> None:
+        pass
+
+
 @pytest.fixture
-def graded_class(tmp_path) -> Path:
+def graded_class(tmp_path, monkeypatch) -> Path:
     """alice (ALICE: three checks failed), bob (full marks), dave (not in the roster),
-    eve (not graded: two submissions); carol, in the roster, submitted nothing."""
+    eve (not graded: the grader fails on her); carol, in the roster, submitted nothing."""
+    monkeypatch.setattr(batch, "GradingProcess", _Fails)
     subs = tmp_path / "subs"
     for learner in ("alice", "bob", "dave", "eve"):
         (subs / learner).mkdir(parents=True)
-    (subs / "eve.zip").write_bytes(b"")  # eve/ and eve.zip: a clash, never graded
     grades = tmp_path / "grades"
     for learner, failing in (("alice", set(ALICE_FAILS.values())),
                              ("bob", set()), ("dave", {"test_gpt2_totals"})):
