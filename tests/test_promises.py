@@ -245,18 +245,12 @@ def applicable(owned: str) -> set[str]:
     return found
 
 
-_NO_META_PASS = ("stage neighbours has no device pass on a CPU-only grader (the meta device's "
-                 "vector norm costs about 1.2 s of imports a grade); a GPU grader checks it")
 _CPU_ONLY = ("the initialisation checks run on the CPU; no device pass (GPU or meta) sends "
              "them yet")
 
 #: Edge classes that apply to a function but that no check sends yet, each with why: the
 #: debt, in one place. A gap that a row closes fails the test until it is removed here.
 GAPS: dict[tuple[str, str], str] = {
-    ("embeddings:cosine_similarity", "devices"): _NO_META_PASS,
-    ("embeddings:_top_k", "devices"): _NO_META_PASS,
-    ("embeddings:cosine_neighbours", "devices"): _NO_META_PASS,
-    ("embeddings:analogy", "devices"): _NO_META_PASS,
     ("embeddings:_top_k", "mixed dtypes"): "E and query meet in _top_k only as cosine_neighbours "
                                            "passes them, in E's dtype (its row sends a float64 "
                                            "query vector there)",

@@ -136,10 +136,11 @@ def watched(*inputs: str) -> dict:
 
 
 def searched(*inputs: str) -> dict:
-    """``probes._searched``: the (ids, sims) pair the learner returned, if it was one."""
+    """``probes._searched``: the (ids, sims) pair the learner returned, if it was one, and the
+    inputs as ``watched``; on the meta device, the pair alone."""
     return {"ids": ANY, "sims": ANY, "kind": str,
-            "inputs": {f"{name}?" if name == "token" else name: ANY for name in inputs},
-            "in_place": [str]}
+            "inputs?": {f"{name}?" if name == "token" else name: ANY for name in inputs},
+            "in_place?": [str]}
 
 
 #: ``probes._load``: load_state_dict's result.

@@ -23,11 +23,13 @@ from autograder.suites.feedback import (
     Mistake,
     NotImplementedYet,
     check_signature,
+    checked_devices,
     describe_error,
     expect_error,
     expect_tensor,
     expect_unchanged,
     unwrap,
+    unwrap_meta,
 )
 from autograder.suites.promises.sweeps import (
     EDGE_VOCAB,
@@ -51,7 +53,8 @@ ANALOGY = "analogy(E, a, b, c, k=1, exclude_inputs=True)"
 #: same requirement on other inputs (tests/test_requirements.py holds every hidden test to one).
 VISIBLE: dict[str, tuple[str, ...]] = {
     "test_cosine_similarity_values": ("test_cosine_similarity_matches_pytorch",
-                                      "test_lengths_cancel", "test_eps_dtype_and_short_vectors"),
+                                      "test_lengths_cancel", "test_eps_dtype_and_short_vectors",
+                                      "test_results_follow_the_tables_device"),
     "test_cosine_similarity_broadcasts": ("test_cosine_similarity_broadcasts",),
     "test_zero_vectors_score_zero": ("test_a_zero_vector_scores_zero_not_nan",),
     "test_neighbours_match_reference": ("test_neighbours_rank_by_cosine_and_leave_out_the_token",
@@ -67,7 +70,8 @@ VISIBLE: dict[str, tuple[str, ...]] = {
                                            "test_a_table_of_one_row"),
     "test_analogy_excludes_inputs": ("test_analogy_needs_the_exclusion",
                                      "test_analogy_by_position_and_by_name"),
-    "test_analogy_direction": ("test_analogy_needs_the_exclusion",),
+    "test_analogy_direction": ("test_analogy_needs_the_exclusion",
+                               "test_results_follow_the_tables_device"),
     "test_inputs_are_left_unchanged": ("test_inputs_are_left_unchanged",),
 }
 
@@ -102,12 +106,27 @@ def _clear_table(gen: torch.Generator, V: int, d: int, clear) -> torch.Tensor:
     raise RuntimeError("no table with well-separated scores in 100 draws")  # a grader bug
 
 
+def _meta_pass(devices: list[str]) -> list[str]:
+    """Where the device checks run beyond ``devices``: the meta device on a grader without a
+    GPU (``checked_devices``), nowhere on one with a GPU (already in ``devices``)."""
+    return [device for device in checked_devices(devices) if device not in devices]
+
+
+def _unwrap(outcome, what: str, device: str, call) -> dict | None:
+    """``unwrap``, or on the meta device ``unwrap_meta``: None when the call fails on the CPU
+    too (``call(device)`` makes the probe's call again, there)."""
+    if device == "meta":
+        return unwrap_meta(outcome, what, MODULE, on_cpu=lambda: call("cpu"))
+    return unwrap(outcome, what, MODULE)
+
+
 def _cosine(learner, seed: int, a: torch.Tensor, b: torch.Tensor, device: str = "cpu",
             hint: str = "", eps: float | None = None, positional: int | None = 2
-            ) -> tuple[torch.Tensor, str, dict]:
+            ) -> tuple[torch.Tensor | None, str, dict]:
     """The learner's ``cosine_similarity(a, b[, eps])`` on ``device``, ``eps`` by name unless
     ``positional`` says otherwise (see probes._call): (output, description, probe result);
-    ``hint`` explains an error."""
+    ``hint`` explains an error. On the meta device the output has no values, and is None when
+    the call fails on the CPU too (``unwrap_meta``)."""
     shown = [f"a of shape {tuple(a.shape)} {a.dtype}", f"b of shape {tuple(b.shape)}"
              + ("" if b.dtype == a.dtype else f" {b.dtype}")]
     shown += [] if eps is None else [str(eps)]
@@ -115,12 +134,19 @@ def _cosine(learner, seed: int, a: torch.Tensor, b: torch.Tensor, device: str = 
     arguments = shown[:split] + [f"{n}={v}" for n, v in
                                  zip(("a", "b", "eps")[split:], shown[split:], strict=False)]
     what = f"cosine_similarity({', '.join(arguments)}) on {device}"
-    outcome = learner.call("cosine_similarity", seed=seed, a=a, b=b, device=device, eps=eps,
-                           positional=positional)
+
+    def call(device: str):
+        return learner.call("cosine_similarity", seed=seed, a=a, b=b, device=device, eps=eps,
+                            positional=positional)
+
+    outcome = call(device)
     check_signature(outcome, what, COSINE)
-    if hint and outcome.error is not None and not outcome.error.get("not_implemented"):
+    if hint and outcome.error is not None and not outcome.error.get("not_implemented") \
+            and device != "meta":
         raise Mistake(f"{what} raised {describe_error(outcome.error)}: {hint}")
-    result = unwrap(outcome, what, MODULE)
+    result = _unwrap(outcome, what, device, call)
+    if result is None:
+        return None, what, {}
     return expect_tensor(result["out"], what, device=device), what, result
 
 
@@ -130,7 +156,7 @@ def _pair(result: dict, what: str, k: int, device: str) -> tuple[torch.Tensor, t
         raise Mistake(f"{what} returned a {result['kind']}, expected a tuple (ids, sims)")
     sims = expect_tensor(result["sims"], f"the sims from {what}", device=device)
     ids = expect_tensor(result["ids"], f"the ids from {what}", device=device)
-    if not isinstance(ids, torch.Tensor):
+    if not isinstance(ids, torch.Tensor) and device != "meta":
         raise Mistake(f"{what}: the ids came back on the meta device, without values")
     for name, t in (("ids", ids), ("sims", sims)):
         if tuple(t.shape) != (k,):
@@ -140,6 +166,8 @@ def _pair(result: dict, what: str, k: int, device: str) -> tuple[torch.Tensor, t
         raise Mistake(f"{what}: ids have dtype {ids.dtype}, expected torch.int64: ids are row "
                       "indices, a LongTensor, as torch.topk and torch.argsort return them (keep "
                       "that dtype: no .int(), no torch.tensor(list) of another dtype)")
+    if device == "meta":
+        return ids, sims  # no values: where they are, their shape and dtype say all
     return ids.long(), sims.double()
 
 
@@ -157,39 +185,46 @@ ROW_INDEX = (" (a 0-d integer tensor is a row index, like the int it holds: take
 
 
 def _searched(learner, seed: int, probe: str, arguments: dict, k: int, what: str, stub: str,
-              device: str) -> tuple[torch.Tensor, torch.Tensor, dict]:
-    """A call of the ``probe`` (cosine_neighbours or analogy): (ids, sims, probe result)."""
-    outcome = learner.call(probe, seed=seed, device=device, **arguments)
+              device: str) -> tuple[torch.Tensor, torch.Tensor, dict] | None:
+    """A call of the ``probe`` (cosine_neighbours or analogy): (ids, sims, probe result); on
+    the meta device, None when the call fails on the CPU too (``unwrap_meta``)."""
+    def call(device: str):
+        return learner.call(probe, seed=seed, device=device, **arguments)
+
+    outcome = call(device)
     check_signature(outcome, what, stub)
-    result = unwrap(outcome, what, MODULE)
-    return (*_pair(result, what, k, device), result)
+    result = _unwrap(outcome, what, device, call)
+    return None if result is None else (*_pair(result, what, k, device), result)
 
 
 def _neighbours(learner, seed: int, E: torch.Tensor, token, k: int, device: str = "cpu",
                 positional: int | None = None
-                ) -> tuple[torch.Tensor, torch.Tensor, str, dict]:
+                ) -> tuple[torch.Tensor, torch.Tensor, str, dict] | None:
     """The learner's ``cosine_neighbours(E, token, k)``, by name with ``positional=0``:
-    (ids, sims, description, probe result)."""
+    (ids, sims, description, probe result); None as ``_searched`` says."""
     shown = (f"E {E.shape[0]} x {E.shape[1]}", _token_text(token), str(k))
     if positional == 0:
         shown = tuple(f"{n}={v}" for n, v in zip(("E", "token", "k"), shown, strict=True))
     what = f"cosine_neighbours({', '.join(shown)}) on {device}"
     arguments = {"E": E, "token": token, "k": k, "positional": positional}
     try:
-        ids, sims, result = _searched(learner, seed, "cosine_neighbours", arguments, k, what,
-                                      NEIGHBOURS, device)
+        found = _searched(learner, seed, "cosine_neighbours", arguments, k, what, NEIGHBOURS,
+                          device)
     except NotImplementedYet:
         raise
     except Mistake as mistake:
         if isinstance(token, torch.Tensor) and token.dim() == 0:
             raise Mistake(f"{mistake}{ROW_INDEX}", mistake.kind) from None
         raise
+    if found is None:
+        return None
+    ids, sims, result = found
     return ids, sims, what, result
 
 
 def _analogy(learner, seed: int, E: torch.Tensor, a: int, b: int, c: int, k: int | None = None,
              device: str = "cpu", positional: int | None = 4, **flags
-             ) -> tuple[torch.Tensor, torch.Tensor, str, dict]:
+             ) -> tuple[torch.Tensor, torch.Tensor, str, dict] | None:
     """The learner's ``analogy(E, a, b, c[, k][, exclude_inputs])``, ``k`` and ``flags`` by name
     unless ``positional`` says otherwise (``k=None``: left to its default, 1): (ids, sims,
     description, probe result)."""
@@ -203,9 +238,9 @@ def _analogy(learner, seed: int, E: torch.Tensor, a: int, b: int, c: int, k: int
     call = {"E": E, "a": a, "b": b, "c": c, "positional": positional, **flags}
     if k is not None:
         call["k"] = k
-    ids, sims, result = _searched(learner, seed, "analogy", call, 1 if k is None else k, what,
-                                  ANALOGY, device)
-    return ids, sims, what, result
+    found = _searched(learner, seed, "analogy", call, 1 if k is None else k, what, ANALOGY,
+                      device)
+    return None if found is None else (*found[:2], what, found[2])
 
 
 def _no_nan(sims: torch.Tensor, what: str) -> None:
@@ -303,14 +338,17 @@ def test_cosine_similarity_values(learner, seed, gen, devices):
     b[0] = a[0] * 4.0  # the same direction, 4 times longer: cosine 1
     b[1] = -a[1] / 8.0  # the opposite direction: cosine -1
     a[2] = a[2] * 1e-4  # a short row, far above the default eps: it still counts in full
-    cases = [(a, b, devices), (_table(gen, n, 2), _table(gen, n, 2), ["cpu"]),
+    meta = _meta_pass(devices)
+    cases = [(a, b, devices + meta), (_table(gen, n, 2), _table(gen, n, 2), ["cpu"]),
              (_table(gen, n, 1), _table(gen, n, 1), ["cpu"]), (a.double(), b.double(), ["cpu"]),
-             (a.bfloat16(), b.bfloat16(), ["cpu"]), (a, b.double(), ["cpu"])]
+             (a.bfloat16(), b.bfloat16(), ["cpu"]), (a, b.double(), ["cpu", *meta])]
     for x, y, where in cases:
         expected = ref.cosine_similarity(x.double(), y.double())
         dtype = torch.promote_types(x.dtype, y.dtype)
         for device in where:
             out, what, _ = _cosine(learner, seed, x, y, device)
+            if out is None:
+                continue  # fails on the CPU too: judged there
             if tuple(out.shape) != (n,):
                 raise Mistake(f"{what}: shape {tuple(out.shape)}, expected ({n},): one cosine "
                               "per pair of rows, the last dimension (d) summed away")
@@ -320,7 +358,7 @@ def test_cosine_similarity_values(learner, seed, gen, devices):
                               "cast at the end), so float64 keeps its precision and bfloat16 "
                               "its size")
             tol = BFLOAT16_TOL if dtype == torch.bfloat16 else TOL
-            if not torch.allclose(out.double(), expected, **tol):
+            if device != "meta" and not torch.allclose(out.double(), expected, **tol):
                 raise _cosine_mistake(out, expected, x, y, what)
     _check_eps(learner, seed, gen)
 
@@ -366,13 +404,15 @@ def test_cosine_similarity_broadcasts(learner, seed, gen, devices):
             "reduce with dim=-1, never flatten, transpose or use a @ b")
     for a, b in cases:
         expected = ref.cosine_similarity(a, b).double()
-        for device in devices:  # no meta pass: its norm costs ~0.7 s of lazy imports a grade
+        for device in devices + _meta_pass(devices):
             hint = f"expected shape {tuple(expected.shape)}; {rule}"
             out, what, _ = _cosine(learner, seed, a, b, device, hint)
+            if out is None:
+                continue  # fails on the CPU too: judged there
             if tuple(out.shape) != tuple(expected.shape):
                 raise Mistake(f"{what}: shape {tuple(out.shape)}, expected "
                               f"{tuple(expected.shape)}: {rule}")
-            if not torch.allclose(out.double(), expected, **TOL):
+            if device != "meta" and not torch.allclose(out.double(), expected, **TOL):
                 raise Mistake(f"{what}: values differ from the cosines of the broadcast pairs "
                               f"(got {_show(out.flatten())}, expected {_show(expected.flatten())})")
 
@@ -445,6 +485,10 @@ def test_neighbours_match_reference(learner, seed, gen, devices):
         for device in devices:
             ids, sims, what, _ = _neighbours(learner, seed, E, token, k, device, positional)
             _token_compare(ids, sims, E, token, k, what)
+    # The meta pass: an int, a 0-d int64 tensor and a query vector; both results on E's device.
+    for token in (t[0], torch.tensor(t[1]), E[t[2]] * 2.0):
+        for device in _meta_pass(devices):
+            _neighbours(learner, seed, E, token, 3, device)
     _tokens_at_their_edges(learner, seed, gen)
     _sims_keep_the_tables_dtype(learner, seed, E, t[0])
 
@@ -733,6 +777,8 @@ def test_analogy_direction(learner, seed, gen, devices):
                           f"'a is to b as c is to ?' takes the offset from a to b and adds it to "
                           f"c: E[b] - E[a] + E[c] (king - man + woman for man : king :: woman : ?)")
         _compare(ids, sims, ref.analogy(E, a, b, c, k), E, _query(E, a, b, c), inputs, what)
+    for device in _meta_pass(devices):  # both results on E's device, shape (k,), int64 ids
+        _analogy(learner, seed, E, a, b, c, k, device)
 
 
 # --- every function leaves its arguments alone ----------------------------------------------

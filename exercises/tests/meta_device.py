@@ -47,6 +47,14 @@ def _fixed_device_tensor(func: object, args: object) -> bool:
                for x in tree_flatten(args)[0])
 
 
+def _functional(func: object) -> bool:
+    """Whether an operator writes nothing and returns no view of its arguments: its meta
+    result is fully known from its twins' (a new tensor of that shape and dtype)."""
+    schema = getattr(func, "_schema", None)
+    return schema is not None and not schema.is_mutable and not any(
+        r.alias_info for r in schema.returns)
+
+
 def _asks_real_device(args: object) -> bool:
     """Whether an operator's arguments name a device other than meta (a copy to the CPU)."""
     return any(isinstance(x, torch.device) and x.type != "meta" for x in tree_flatten(args)[0])
@@ -60,11 +68,15 @@ class MetaWithValues(TorchDispatchMode):
     but no values. Correct code may read values though: a range check (``bool((ids < 0).any())``,
     ``int(ids.max())``, ``.tolist()``, ``ids[mask]``) works on every real device, and must not
     fail here. So every meta tensor keeps a twin on the CPU holding its values: each operator
-    runs on the meta tensors and again on their twins, and an operator that needs values (or
-    a copy to the CPU) gets the twins' answer. The code then runs as it runs on the CPU, except
-    for where its tensors live: only a tensor made on, or moved to, a fixed device shows, and
-    it shows as on a GPU: an operator that meets it beside a meta tensor raises (a 0-d CPU
-    tensor, CPU indices and copies between devices excepted, as on a GPU).
+    runs on the twins, and an operator that needs values (or a copy to the CPU) gets the
+    twins' answer. One that writes into its arguments or returns a view of them runs on the
+    meta tensors too, so that they change as on a GPU; any other gets its twins' answer back
+    on the meta device, as its meta kernel would give it, without running that kernel (many
+    import torch's reference implementations, sympy included, at their first call). The code
+    then runs as it runs on the CPU, except for where its tensors live: only a tensor made on,
+    or moved to, a fixed device shows, and it shows as on a GPU: an operator that meets it
+    beside a meta tensor raises (a 0-d CPU tensor, CPU indices and copies between devices
+    excepted, as on a GPU).
     """
 
     def __init__(self) -> None:
@@ -120,10 +132,13 @@ class MetaWithValues(TorchDispatchMode):
             twins = func(*tree_map(self._twin, args), **tree_map(self._twin, kwargs))
         except Exception:  # noqa: BLE001 - no values to run on: the meta device alone decides
             return func(*args, **kwargs)
+        fixed = _fixed_device_tensor(func, (args, kwargs))
+        if _functional(func) and not fixed:
+            return self._answer(twins, args, kwargs)  # no meta kernel needed (see below)
         try:
             out = func(*args, **kwargs)
         except Exception:  # noqa: BLE001 - an operator that needs values: the twins answer
-            if _fixed_device_tensor(func, (args, kwargs)):
+            if fixed:
                 raise  # a tensor made on a fixed device: on a GPU this raises too
             return self._answer(twins, args, kwargs)
         for o, twin in zip(tree_flatten(out)[0], tree_flatten(twins)[0], strict=False):

@@ -338,6 +338,10 @@ def test_a_table_of_one_row(embeddings):
 def test_results_follow_the_tables_device(embeddings, other_device):
     device = other_device.name
     E = other_device.to(torch.randn(9, 4))
+    sims = other_device.run(lambda: embeddings.cosine_similarity(E, E[1], eps=0.5))
+    assert sims.device.type == device, (
+        f"cosine_similarity(E, E[1], eps=0.5) with E on {device} should give cosines on "
+        f"{device}; got {sims.device}: make new tensors on the inputs' device, never a fixed one")
     calls = {"cosine_neighbours(E, 2, 3)": lambda: embeddings.cosine_neighbours(E, 2, 3),
              "analogy(E, 0, 1, 2, k=3)": lambda: embeddings.analogy(E, 0, 1, 2, k=3)}
     for name, call in calls.items():

@@ -449,4 +449,54 @@ MISTAKES = {
         '''},
         "test_cosine_similarity_values", "torch.float64) on cpu: dtype torch.float32",
     ),
+    # Issue 29: devices. Each runs on the CPU; on a GPU (or the meta device of a CPU-only
+    # grader's device pass) it makes or leaves a tensor on the CPU.
+    "cosine_similarity's eps as a one-element CPU tensor": (
+        {"embeddings:cosine_similarity": '''
+            def cosine_similarity(a, b, eps=1e-8):
+                # one-element floors, on the CPU whatever the inputs' device
+                a = a / torch.maximum(a.norm(dim=-1, keepdim=True), torch.full((1,), eps,
+                                                                               dtype=a.dtype))
+                b = b / torch.maximum(b.norm(dim=-1, keepdim=True), torch.full((1,), eps,
+                                                                               dtype=b.dtype))
+                return (a * b).sum(dim=-1)
+        '''},
+        "test_cosine_similarity_values", "the same call on CPU tensors ran",
+    ),
+    "_top_k excludes rows through a mask made on the CPU": (
+        {"embeddings:_top_k": '''
+            def _top_k(E, query, k, exclude):
+                available = E.shape[0] - len(set(exclude))
+                if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= available:
+                    raise ValueError(f"k must be from 1 to {available}, got {k!r}")
+                sims = cosine_similarity(E, query)
+                mask = torch.zeros(E.shape[0], dtype=torch.bool)  # on the CPU
+                mask[exclude] = True
+                order = torch.sort(sims.masked_fill(mask, -math.inf), descending=True,
+                                   stable=True).indices[:k]
+                return order, sims[order]
+        '''},
+        "test_neighbours_match_reference", "the same call on CPU tensors ran",
+    ),
+    "cosine_neighbours returns its ids on the CPU": (
+        {"embeddings:cosine_neighbours": '''
+            def cosine_neighbours(E, token, k):
+                if isinstance(token, torch.Tensor) and token.dim() == 1:
+                    ids, sims = _top_k(E, token.to(E.device, E.dtype), k, [])
+                else:
+                    index = _row_index(E, token, "token")
+                    ids, sims = _top_k(E, E[index], k, [index])
+                return ids.cpu(), sims  # ids to the CPU, to read them
+        '''},
+        "test_neighbours_match_reference", "came back on cpu",
+    ),
+    "analogy builds its query in a CPU tensor": (
+        {"embeddings:analogy": '''
+            def analogy(E, a, b, c, k=1, exclude_inputs=True):
+                query = torch.zeros(E.shape[1], dtype=E.dtype)  # on the CPU
+                query += E[b] - E[a] + E[c]
+                return _top_k(E, query, k, [a, b, c] if exclude_inputs else [])
+        '''},
+        "test_analogy_direction", "the same call on CPU tensors ran",
+    ),
 }
