@@ -1,19 +1,16 @@
-"""The six stages' hidden suites side by side, in forks of the grader.
+"""The stages' hidden suites side by side, in forks of the grader.
 
 The stages are independent: each has its own stage process (its own learner process and
 user), its own seeds (``Submission.test_seed``: from the test's name, never from the order
-the tests run in), and its own verdicts. Run one after another, the grader spent half of a
-grade waiting for probe replies while the second core idled. So the suites are dealt out to
-forks of the grader (``FORKS``), taken after torch, pytest and the suites are imported (cheap,
-and nothing imported twice): each fork opens its stages' processes, runs their suites with
-pytest, and sends its verdicts back here over a pipe, as JSON, once.
-
-What crosses the pipe comes from the grader's own code in the fork (learner code runs only in
-the stage processes, behind ``worker_client``), so it is trusted as the serial run's verdicts
-were: the learner's strings in it are the ones ``worker_client`` already cleaned. A fork that
-ends without its verdicts, or with pytest unable to run, is a grader error, never a score;
-the verdicts are put back in the order the serial run gives (suite file by suite file), so
-results.json, the report and the scores are those of a serial grade (tests/test_forks.py).
+the tests run in), and its own verdicts. So the suites are dealt out to forks of the grader
+(``FORKS``), taken after torch, pytest and the suites are imported: each fork opens its
+stages' processes, runs their suites with pytest, and sends its verdicts back here over a
+pipe, as JSON, once. What crosses the pipe comes from the grader's own code in the fork
+(learner code runs only in the stage processes, and its replies are cleaned on the boundary,
+``autograder/boundary/``), so it is trusted as the serial run's verdicts were. A fork that
+ends without its verdicts is a grader error, never a score; the verdicts are put back in the
+serial run's order, so results.json, the report and the scores are those of a serial grade
+(tests/test_forks.py). Why two forks: docs/speed.md.
 """
 
 from __future__ import annotations
@@ -37,18 +34,22 @@ from .results import GraderError, TestResult
 GRACE_SECONDS = 30.0
 
 
-#: How many forks grade a submission's suites (``deal`` says which). Two, one per core here:
-#: each fork's waits on its probes overlap the other's work, and each fork's fixed cost (its
-#: pytest session, the pages it copies: ~0.05 s of CPU) is paid twice, not six times.
-#: Measured side by side (``make benchmark``, warm grades of lumen on a loaded 2-core
-#: machine): 2 forks took 0.81x the serial wall time, 3 forks 0.86x.
+#: How many forks grade a submission's suites (``deal`` says which): each fork's waits on its
+#: probes overlap the other's work, and each fork's fixed cost (its pytest session) is paid
+#: once per fork, not once per stage (docs/speed.md has the measurements).
 FORKS = 2
 
 #: Each suite's seconds of checks in a warm grade of lumen, one suite after another (``make
 #: benchmark`` prints each stage's first and last check): how ``deal`` balances the forks.
-#: Only speed depends on it; a stage missing here counts as the mean of the others.
+#: Only speed depends on it; a stage missing here counts as the mean of the others
+#: (``seconds``), so a new stage needs no entry until it is measured.
 SECONDS = {"init": 0.20, "neighbours": 0.14, "tying": 0.13, "embedding": 0.12,
            "onehot": 0.08, "params": 0.03}
+
+
+def seconds(stage: str) -> float:
+    """``stage``'s suite's seconds in ``SECONDS``, or the mean of those measured."""
+    return SECONDS.get(stage, sum(SECONDS.values()) / len(SECONDS))
 
 
 def deal(suites: list, forks: int = FORKS) -> list[list]:
@@ -56,8 +57,7 @@ def deal(suites: list, forks: int = FORKS) -> list[list]:
     together: longest first (``SECONDS``), each to the group with the fewest seconds so far.
     With lumen's six: init, embedding, params in one (0.35 s); neighbours, tying, onehot in
     the other (0.35 s), where dealing them out in turn gave 0.29 s and 0.41 s."""
-    mean = sum(SECONDS.values()) / len(SECONDS)
-    cost = {stage: SECONDS.get(stage, mean) for stage, _ in suites}
+    cost = {stage: seconds(stage) for stage, _ in suites}
     groups: list[list] = [[] for _ in range(min(forks, len(suites)))]
     load = [0.0] * len(groups)
     for suite in sorted(suites, key=lambda s: -cost[s[0]]):  # stable: ties keep their order

@@ -63,3 +63,25 @@ def test_a_lock_folder_others_can_write_is_refused(tmp_path):
     folder.chmod(0o777)
     with pytest.raises(GraderError, match="only it can write"):
         claim_uids(folder)
+
+
+def test_no_two_stage_processes_of_a_grader_share_a_user():
+    """A grader's submissions take its block's users ``UIDS_PER_SUBMISSION`` at a time, and a
+    submission's stage processes one each (``Submission.limits``): over every stage of
+    lumen/stages.py and several submissions in turn, no user comes up twice."""
+    import itertools
+    from types import SimpleNamespace
+
+    from autograder.boundary.launcher import UIDS_PER_SUBMISSION
+    from autograder.grading import Submission
+    from lumen.stages import STAGE_NAMES
+
+    launcher = SimpleNamespace(child_limits=lambda uid: {"uid": uid})
+    worker = SimpleNamespace(limits=SimpleNamespace(memory_bytes=1, file_bytes=1),
+                             launcher=launcher)
+    block = range(FIRST_UID, FIRST_UID + UIDS_PER_GRADER)
+    bases = itertools.cycle(block[::UIDS_PER_SUBMISSION])  # as Grader hands them out
+    users = [Submission(worker=worker, devices=["cpu"], files={}, uid=next(bases)
+                        ).limits(stage)["uid"] for _ in range(5) for stage in STAGE_NAMES]
+    assert len(set(users)) == len(users), "two stage processes would share a user"
+    assert all(user in block for user in users)

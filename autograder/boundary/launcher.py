@@ -39,11 +39,15 @@ import time
 from pathlib import Path
 from stat import S_ISDIR
 
+from lumen.stages import STAGE_NAMES
+
 from ..options import BWRAP, EXPOSED, SANDBOXES, UNSAFE, GiB, Limits, add_arguments
 from ..results import GraderError
 
 FIRST_UID = 200_000  # unprivileged users for learner code
-UIDS_PER_SUBMISSION = 8  # one per stage process (six stages), so no two share a user
+#: One user per stage process of a submission (``grading.Submission.limits``: the block's
+#: first plus the stage's index), so no two stage processes share a user.
+UIDS_PER_SUBMISSION = len(STAGE_NAMES)
 UIDS_PER_GRADER = 10_000  # a grader's block of users, its submissions' in turn (claim_uids)
 UID_BLOCKS = 1_000  # blocks from FIRST_UID on: graders running at once on one machine
 CLAIMS = Path("/run/lumen-uids")  # root's: one lock file per block, held by its grader
