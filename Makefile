@@ -42,7 +42,7 @@ TORCH := $(or $(TORCH),$(TORCH_DEFAULT))
 endif
 
 .PHONY: FORCE help setup setup-dev sandbox grade grade-cuda test test-all lint stubs mutation benchmark clean \
-	promise-mutants benchmark-batch gradescope handout seeds gpu-check browser release nbgrade benchmark-nbgrade \
+	promise-mutants new-stage benchmark-batch gradescope handout seeds gpu-check browser release nbgrade benchmark-nbgrade \
 	prairielearn benchmark-shards
 
 $(VENV)/.python:
@@ -124,6 +124,10 @@ release: setup               ## regenerate exercises/: stubs from lumen/, lab.ip
 	$(PY) -m solutions.release $(if $(FORCE),--force)
 
 stubs: release               ## the same as make release
+
+new-stage: setup             ## the skeleton of STAGE (already in lumen/stages.py): its probe, suites, promises, variants
+	@test -n $(call quote,$(STAGE)) || { echo "make new-stage STAGE=<name>: name the stage, as in lumen/stages.py" >&2; exit 2; }
+	$(PY) -m solutions.new_stage $(call quote,$(STAGE))
 
 # ARGS: options for the tool or benchmark a target runs (make benchmark-batch ARGS="--learners
 # 10"; each script's --help lists them).

@@ -80,7 +80,7 @@ class StageGrade:
 
 @dataclass
 class Grade:
-    """A submission's grade: the stages that were graded (all six, or those of --stage)."""
+    """A submission's grade: the stages that were graded (all of them, or those of --stage)."""
 
     submission: str  # its name, as its learner knows it (Grader.grade drops the folder)
     stages: list[StageGrade]

@@ -1,6 +1,6 @@
 # Generated from lumen/stages.py by `make stubs`: given code, nothing to write here.
 # Learners: read it, run it, no need to change it. Course staff: edit lumen/stages.py.
-"""The six stages of the exercise: one list that stubs, tests, rubric and reports all read.
+"""The stages of the exercise: one list that stubs, tests, rubric and reports all read.
 
 A stage owns the functions whose bodies the learner writes. The stub generator checks that
 every ``### BEGIN SOLUTION`` region sits in exactly one owned function, and the grader uses

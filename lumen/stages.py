@@ -1,4 +1,4 @@
-"""The six stages of the exercise: one list that stubs, tests, rubric and reports all read.
+"""The stages of the exercise: one list that stubs, tests, rubric and reports all read.
 
 A stage owns the functions whose bodies the learner writes. The stub generator checks that
 every ``### BEGIN SOLUTION`` region sits in exactly one owned function, and the grader uses

@@ -1,6 +1,6 @@
 """A class of 100, end to end: correct, buggy, malformed and hostile submissions in one batch.
 
-All six stages are graded by two warm workers, the hostile learners placed before the honest
+Every stage is graded by two warm workers, the hostile learners placed before the honest
 ones: every kind of attack the grader withstands (tests/test_grader_attacks.py: crashes,
 monkeypatching, fork bombs, filling /tmp, re-forking, pooling between stage processes,
 lifting limits; tests/test_forgery.py: forged replies and hidden built-ins;

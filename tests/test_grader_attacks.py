@@ -401,7 +401,7 @@ POOLING = {  # every stage process publishes itself; the embedding stage's forwa
 def test_stage_processes_cannot_pool(grader, tmp_path):
     """Every stage process publishes itself at import; none hears a sibling, on any channel.
 
-    Graded on all six stages, so six processes of one submission run side by side; the
+    Graded on every stage, so a process per stage of one submission run side by side; the
     embedding stage's forward waits until its siblings have loaded, then reports."""
     folder = make_submission(tmp_path / "submission", POOLING)
     result = grader.grade(folder)

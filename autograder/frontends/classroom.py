@@ -15,7 +15,7 @@ partial credit. Two modes:
   private copy of this repository (``--grader-repository``) with the secret
   ``LUMEN_GRADER_TOKEN``, grades ``exercises/`` once, in the sandbox, with stdout and stderr
   kept off the log (``grade``: the record, a ``Grade``, in grade.json), and ``report`` splits
-  that record into six runner outputs that say only the stage scores. The learner's code runs
+  that record into a runner output per stage that say only the stage scores. The learner's code runs
   only inside bubblewrap in that job, and their visible tests run in a job of their own, on
   another machine, which holds no secret.
 
@@ -283,7 +283,7 @@ def grade(submission: Path, record: Path, sandbox: str) -> int:
 
 
 def runner_results(grade: Grade | None, status: int = 0) -> dict[str, dict]:
-    """Six runner results from the grading step's ``Grade``: each stage's score alone.
+    """A runner result per stage from the grading step's ``Grade``: each stage's score alone.
 
     ``grade`` None or ``status`` not 0 (the grader failed): every stage is an "error" worth 0
     of 0, so the reporter sends GitHub Classroom no points at all (notify-classroom.js skips
@@ -301,7 +301,7 @@ def runner_results(grade: Grade | None, status: int = 0) -> dict[str, dict]:
 
 def report(record: Path, status: int, github_output: str | None = None) -> int:
     """Print what the learner may see (the per-stage scores, the notes on their files:
-    ``report.visible_summary``, never a hidden check's words) and write the six runner
+    ``report.visible_summary``, never a hidden check's words) and write the runner
     outputs, from the grading step's record."""
 
     try:

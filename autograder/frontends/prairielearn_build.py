@@ -35,7 +35,7 @@ QUESTION_HTML = """\
   <p>
     <b>The Embedding Layer.</b> Submit the three files of the exercise, as you wrote them in
     <code>exercises/</code>: <code>embeddings.py</code>, <code>params.py</code> and
-    <code>gpt2.py</code>. Each of the six stages ({stages}) is graded by hidden tests and
+    <code>gpt2.py</code>. Each stage ({stages}) is graded by hidden tests and
     scored on its own, out of 100 in all.
   </p>
 </pl-question-panel>

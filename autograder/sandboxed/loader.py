@@ -146,7 +146,7 @@ def _stub_file(name: str) -> str:
 
 def precompile(given: dict[str, str]) -> None:
     """In the zygote, before the forks that need them: the stubs compiled (and their top-level
-    names read) once, not in each of six stage processes a learner (~7 ms of CPU each)."""
+    names read) once, not in each stage process of a learner (~7 ms of CPU each)."""
     for name, text in given.items():
         if isinstance(name, str) and isinstance(text, str):
             _COMPILED[name, text] = compile(text, _stub_file(name), "exec")

@@ -71,7 +71,7 @@ def submission_name(g: Grade) -> str:
 
 
 def terminal(g: Grade) -> str:
-    """The report a learner or instructor reads: six stages, then what to fix first."""
+    """The report a learner or instructor reads: the stages, then what to fix first."""
     lines = [f"lumen autograder: {submission_name(g)}",
              f"  seed {g.seed}, devices {', '.join(g.devices)}, {g.seconds:.1f} s", ""]
     lines += [stage_line(s) for s in g.stages]
