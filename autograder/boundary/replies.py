@@ -114,21 +114,21 @@ def problem(value: object, schema: object, path: str = "reply") -> str | None:
 #: "could not be sent back" adds ``not_implemented``.
 ERROR = {"type": str, "message": str, "where": [str], "bases?": [str],
          "not_implemented?": bool}
-#: An exception caught inside a probe (``probes._attempt``, ``probes._refusal``).
+#: An exception caught inside a probe (``probes/shared._attempt``, ``probes/shared.refusal``).
 REFUSAL = {"error": str, "message": str, "bases?": [str]}
 
 
 def attempt(schema: object) -> OneOf:
-    """``probes._attempt(get)``: what ``get()`` gave, or its exception as data."""
+    """``probes/shared._attempt(get)``: what ``get()`` gave, or its exception as data."""
     return OneOf(REFUSAL, schema)
 
 
-#: ``probes._recorded``: what ran while the call was watched (only with ``watch``).
+#: ``probes/recorder._recorded``: what ran while the call was watched (only with ``watch``).
 RECORDED = {"calls?": [str], "watch_problem?": Maybe(str)}
 
 
 def watched(*inputs: str) -> dict:
-    """``probes._watched``: the learner's output, the inputs afterwards, which of them an
+    """``probes/shared._watched``: the learner's output, the inputs afterwards, which of them an
     in-place operation touched. On the meta device (or for ids that are not a tensor), the
     output alone."""
     return {"out": ANY, "inputs?": {name: ANY for name in inputs}, "in_place?": [str],
@@ -136,23 +136,23 @@ def watched(*inputs: str) -> dict:
 
 
 def searched(*inputs: str) -> dict:
-    """``probes._searched``: the (ids, sims) pair the learner returned, if it was one, and the
-    inputs as ``watched``; on the meta device, the pair alone."""
+    """``probes/neighbours._searched``: the (ids, sims) pair the learner returned, if it was
+    one, and the inputs as ``watched``; on the meta device, the pair alone."""
     return {"ids": ANY, "sims": ANY, "kind": str,
             "inputs?": {f"{name}?" if name == "token" else name: ANY for name in inputs},
             "in_place?": [str]}
 
 
-#: ``probes._load``: load_state_dict's result.
+#: ``probes/shared._load``: load_state_dict's result.
 LOADED = {"missing": [ANY], "unexpected": [ANY]}
-#: ``probes._count``: a whole number, or what it was instead.
+#: ``probes/params._count``: a whole number, or what it was instead.
 COUNT = {"int": Maybe(int), "type": str, "float?": Maybe(float)}
-#: ``probes._tie_facts``: what a model says about its tie (messages only).
+#: ``probes/tying._tie_facts``: what a model says about its tie (messages only).
 TIE_FACTS = {"same_object": bool, "same_storage": bool, "head_shape": [int],
              "same_values": bool, "transposed": bool, "n_params": int, "head_is_param": bool}
 #: A state_dict, as the learner's model returned it.
 STATE = DictOf(ANY)
-#: ``probes._constructed``: a constructor's refusal, or what it left after its last call of
+#: ``probes/init._constructed``: a constructor's refusal, or what it left after its last call of
 #: the recorded method and once done (a weight, or a state: the learner's values).
 CONSTRUCTED = {"built": Maybe(REFUSAL), "times_called": int, "recorded?": ANY, "final?": ANY}
 #: Rows looked up and the gradient in the registered weight (``embedding_lookup_as_shipped``).

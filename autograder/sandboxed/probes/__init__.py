@@ -29,7 +29,7 @@ from . import embedding, init, neighbours, onehot, params, tying
 from .shared import ProbeError
 
 #: The stage modules, in the order of lumen's stages (this folder imports nothing of lumen:
-#: tests/test_probes.py checks that each stage has its module and each probe one stage).
+#: tests/test_sandboxed.py checks that each stage has its module and each probe one stage).
 STAGE_MODULES = (embedding, onehot, neighbours, params, tying, init)
 
 
