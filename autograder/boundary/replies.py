@@ -1,23 +1,17 @@
 """What each probe's reply may hold: one schema per probe, checked once where replies arrive.
 
-The probes (``sandboxed/probes/``) run in the learner's process, which can rewrite them or
-write to its socket directly, so a reply is whatever that process chose to send.
-``boundary/client.StageSession`` checks every reply against the schema of the probe it asked
-for, before the hidden suites see it: a reply that does not match is the learner's mistake
-("your code's process answered with something the grader's probe does not send"), never an
-exception inside a hidden test. A schema says what the honest probe sends for any learner
-code: a field the probe fixes the type of (a ``bool(...)``, a type's name, a sorted list of
-names) is typed; a field that is whatever the learner's code returned or left behind (an
-``out``, a gradient, a state_dict's values) is ``ANY``, and the suites judge it with
-``feedback.expect_tensor`` and ``values.close``, which take any value.
+The probes (``sandboxed/probes/``) run in the learner's process, which can rewrite them, so a
+reply is whatever that process chose to send. ``boundary/client.StageSession`` checks every
+reply against its probe's schema before the hidden suites see it: a mismatch is the learner's
+mistake, never an exception inside a hidden test. A field the honest probe fixes the type of
+is typed; one that is whatever the learner's code returned (an ``out``, a gradient) is
+``ANY``, and the suites judge it with ``feedback.expect_tensor`` and ``values.close``.
 
-The notation, read like the reply itself:
-
-- ``str``, ``bool``, ``int`` (never a bool), ``float``; ``NUMBER`` is an int or a float;
-- ``{"key": S, "key?": S}`` a dict with exactly these keys, ``?`` marking one that may be
-  absent; ``DictOf(S)`` any keys, each value ``S``;
-- ``[S]`` a list of ``S``; ``Items(S1, S2, ...)`` a list of exactly these;
-- ``Maybe(S)`` None or ``S``; ``OneOf(S1, S2, ...)`` the first that fits; ``ANY`` anything.
+The notation, read like the reply itself: ``str``, ``bool``, ``int`` (never a bool),
+``float``, ``NUMBER`` (an int or a float); ``{"key": S, "key?": S}`` a dict with exactly these
+keys, ``?`` marking one that may be absent; ``DictOf(S)`` any keys, each value ``S``; ``[S]`` a
+list of ``S``; ``Items(S1, S2, ...)`` a list of exactly these; ``Maybe(S)`` None or ``S``;
+``OneOf(S1, S2, ...)`` the first that fits; ``ANY`` anything.
 """
 
 from __future__ import annotations
