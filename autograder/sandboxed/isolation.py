@@ -103,9 +103,10 @@ def enter_namespaces(in_own_pid_namespace: bool) -> bool:
 
 def confine_to(allowlist: str | None) -> None:
     """The zygote's choice, inherited by every stage process: build a private root of
-    ``allowlist`` (``sandbox.view``'s JSON: read-only folders, links, devices) or not (None:
-    bwrap has made the whole filesystem an allowlist already). With an allowlist, the zygote
-    refuses to start where a stage process could not build it: never the machine's files."""
+    ``allowlist`` (``boundary/launcher.view``'s JSON: read-only folders, links, devices) or
+    not (None: bwrap has made the whole filesystem an allowlist already). With an allowlist,
+    the zygote refuses to start where a stage process could not build it: never the machine's
+    files."""
     global _ROOT
     _ROOT = None if allowlist is None else json.loads(allowlist)
     if _ROOT is not None and not _can_isolate():
