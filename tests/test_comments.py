@@ -8,7 +8,7 @@ Two checks, pure text (no import of the code they read):
 - ``missing_citations``: every repository path that a comment, a docstring or a Markdown guide
   cites (``autograder/boundary/request.py``, ``docs/speed.md``, ``sandboxed/scaffolds.py``,
   ``lumen/stages.py``, a bare ``test_rules.py``) names a file or folder that exists, and a
-  ``path/module.name`` citation (``boundary/client.StageSession``) a name that module has.
+  ``path/module.name`` citation (``boundary/request.StageRequest``) a name that module has.
   Templates (``test_<stage>.py``, ``{name}``, ``*.py``) and names of other projects'
   files (``NOT_OURS``) are skipped.
 """
@@ -87,12 +87,12 @@ _ROOTED = re.compile(r"(?<![\w./~$-])((?:" + "|".join(map(re.escape, TOP_FOLDERS
                      + r")/[\w./<>{}*-]*)")
 #: A file cited by name, perhaps with folders: ``scaffolds.py``, ``boundary/client.py``.
 _NAMED = re.compile(r"(?<![\w./~$<{*-])((?:[\w-]+/)*[\w-]+\.(?:py|md|toml))(?![\w/.-]*[\w<{*])")
-#: A name in a module cited by path, ``boundary/client.StageSession``, or by module name in
+#: A name in a module cited by path, ``boundary/request.StageRequest``, or by module name in
 #: a code span, ````probes.PROBES````.
 _MEMBER = re.compile(r"(?<![\w./~$-])((?:[\w-]+/)+\w+)\.([A-Za-z_]\w*)\b"
                      r"|(?<=`)([a-z_]\w*)\.([A-Za-z_]\w*)\b")
 
-#: A code span holding one name: ``StageSession``.
+#: A code span holding one name: ``StageRequest``.
 _SPAN = re.compile(r"(?<!`)``?(\w+)``?(?!`)")
 
 
