@@ -33,7 +33,6 @@ CHAPTER_CODE = {"lumen/embeddings.py", "lumen/gpt2.py"}
 KNOWN_LONG = {
     # being split (issue 31)
     "autograder/boundary/launcher.py",
-    "autograder/forks.py",
     "autograder/frontends/batch.py",
     "autograder/frontends/classroom.py",
     "autograder/frontends/gradescope.py",
@@ -66,7 +65,7 @@ NOT_OURS = {
 }
 #: Modules that are gone, cited by their old name: where their names went.
 RETIRED = {"untrusted": "boundary/clean", "sandbox": "boundary/launcher",
-           "submission": "boundary/intake", "worker_client": "boundary/client"}
+           "submission": "boundary/intake", "worker_client": "boundary/client's Worker"}
 #: Of those, the ones a code span may not name even alone (the others are ordinary words).
 RETIRED_ALONE = {"worker_client", "untrusted"}
 #: ``module.name`` citations whose module is not the file of ours with that name.
@@ -74,7 +73,6 @@ NOT_OUR_MODULES = {"request": "pytest's ``request`` fixture, as in ``request.par
 #: Citations in files other helpers are rewriting now, left for the lead: (file, cited path).
 KNOWN_MISSING: set[tuple[str, str]] = {
     # stale, in files being split (issue 31)
-    ("autograder/forks.py", "worker_client"),  # the Worker of boundary/client.py
     ("autograder/boundary/client.py", "submission.learner_frames"),  # boundary/intake's
     ("autograder/frontends/gradescope.py", "sandbox.PROBE"),  # boundary/launcher's
 }
@@ -311,7 +309,7 @@ def test_the_checks_can_fail(tmp_path):
         "autograder/boundary/client.py:23: tests/test_probes.py",
         "autograder/boundary/client.py:23: scaffolds.py",
         "autograder/boundary/client.py:24: client.gone (no gone in autograder/boundary/client.py)",
-        "autograder/boundary/client.py:25: worker_client (gone: see boundary/client)",
+        "autograder/boundary/client.py:25: worker_client (gone: see boundary/client's Worker)",
         "autograder/boundary/client.py:25: untrusted.clean_text (untrusted is gone: see "
         "boundary/clean)",
     ]
