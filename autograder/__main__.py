@@ -1,22 +1,16 @@
-"""``python -m autograder grade PATH``: grade one submission, stage by stage.
+"""The command line: one subcommand per front end, each with its options.
 
-``python -m autograder grade-batch SUBMISSIONS --out grades.csv``: grade a class, one folder or
-.zip per learner, resumably (see ``autograder/frontends/batch.py``); exit status 0 when every
-learner was graded, 1 when some could not be (a rerun retries them), 2 when the batch stopped.
-``--export canvas,moodle,csv --roster roster.csv`` adds the gradebook files an LMS imports
-(``autograder/frontends/exports.py``); a roster it cannot use stops it before grading, with the
-reason. ``--shard K/N`` grades one shard of the class, and ``merge-shards SHARD... --out
-grades.csv`` combines the shards into what one batch writes (``autograder/frontends/shards.py``).
+``grade PATH``: one submission, stage by stage. ``grade-batch SUBMISSIONS --out grades.csv``: a
+class, one folder or .zip per learner, resumably (``frontends/batch.py``); ``--export`` with
+``--roster`` adds the gradebook files an LMS imports (``frontends/exports.py``), and
+``--shard K/N`` grades one shard, which ``merge-shards`` combines (``frontends/shards.py``).
+``nbgrade``: the class through nbgrader's gradebook (``frontends/nbgrade.py``).
+``prairielearn``: PrairieLearn's external grader (``frontends/prairielearn.py``).
 
-``python -m autograder nbgrade SUBMISSIONS [--course DIR]``: the same class through nbgrader, into
-its gradebook (``autograder/frontends/nbgrade.py``), with grade-batch's exit statuses.
-
-``python -m autograder prairielearn [--root /grade]``: PrairieLearn's external grader
-(``autograder/frontends/prairielearn.py``).
-
-Exit status 0 whenever grading finished, whatever the score; 2 when the grader itself could not
-run or failed on its side (a broken rubric, a worker that cannot start, an internal error in a
-hidden test): then no grade is given at all, never a zero the learner did not earn.
+Exit status 0 whenever grading finished, whatever the score; for a class, 1 when some
+learners could not be graded (a rerun retries them). 2 when the grader itself could not run
+or failed on its side (a broken rubric, a worker that cannot start, an internal error in a
+hidden test), or a batch stopped: then no grade is given, never a zero the learner did not earn.
 """
 
 from __future__ import annotations

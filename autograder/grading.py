@@ -1,23 +1,18 @@
 """Grading a submission, in five steps: take it in, open its stage processes, run the hidden
 checks, score them, and gather what the report says.
 
-``Grader`` starts the worker at once (it imports torch while this process does too), then
-grades submission after submission through the same worker, so a class costs one torch import
-per worker rather than one per learner. ``grade`` is the one-submission shortcut. What each
-step uses, in the order they run:
+``Grader`` starts the worker at once, then grades submission after submission through it, so a
+class costs one torch import per worker rather than one per learner. ``grade`` is the
+one-submission shortcut. The steps, in order:
 
 1. ``boundary/intake.prepare``: the learner's files, as data, and what was wrong with them;
-2. ``Submission.open``: one process per stage in the worker (``boundary/client.py``), each sent a
-   ``boundary/request.StageRequest``, under the limits ``boundary/launcher.py`` decides;
-3. ``run_suites``: pytest over ``suites/``, whose tests call probes in those processes and
-   turn what comes back into ``results.TestResult`` verdicts (``suites/plugin.py``); the
-   stages' suites run side by side in forks of this process (``forks.py``), each fork
-   opening its own stages' processes (step 2);
+2. ``Submission.open``: one process per stage (``boundary/client.py``), each sent a
+   ``boundary/request.StageRequest``, under the limits of ``boundary/launcher.py``;
+3. ``run_suites``: pytest over ``suites/`` (``suites/plugin.py``), the stages side by side in
+   forks of this process (``forks.py``);
 4. ``results.score``: points per verdict from ``rubric.toml``;
-5. ``submission_notes``: the ``Grade``'s notes, once for every front end (the syntax notes
-   included, the submission named by its name, never its folder); ``views/report.py`` then
-   shows the Grade (terminal, results.json, JUnit) and ``Grade.to_json`` is the record a front
-   end keeps (grade-batch's grade.json).
+5. ``submission_notes``: the ``Grade``'s notes, once for every front end; ``views/report.py``
+   shows the Grade and ``Grade.to_json`` is the record a front end keeps.
 """
 
 from __future__ import annotations

@@ -1,18 +1,15 @@
 """A stable id for every mistake the hidden suites diagnose, and the kinds of code that never ran.
 
-A failing hidden test says what went wrong in a message with particulars: the call it made
-("Embedding(13, 4) with a torch.float64 weight"), the values it got and expected, the line of the
-learner's code, the text of the learner's exception. Two learners who made the same mistake, on
-other seeds or devices, get different messages with one *template*: the message with those
-particulars replaced. A mistake's id is its stage, its test and a digest of that template, so
-the class summary can count each mistake once per learner whatever the inputs.
+A failing test's message has particulars (the call it made, the values, the learner's line and
+exception text), so two learners with one mistake get different messages with one *template*:
+the message with those particulars replaced. A mistake's id is its stage, its test and a
+digest of that template, so the class summary counts each mistake once per learner.
 
 Code that never ran (a file that could not be imported, a call that did not finish, a process
-that ended) fails every test that needed it, each with its own message: those are one mistake
-per kind, whichever test met them. The kind is data, set where the verdict is made
-(``suites/feedback.py``'s ``Mistake.kind``, ``results.score`` for a test that did not run) and
-kept in ``results.TestResult.kind``: never read back from a message, whose words a learner's
-exception text could imitate.
+that ended) is one mistake per kind, whichever test met it. The kind is data, set where the
+verdict is made (``suites/feedback.py``'s ``Mistake.kind``, ``results.score``) and kept in
+``results.TestResult.kind``: never read back from a message, which a learner's exception text
+could imitate.
 
 Plain text only (no torch, no pytest): the class summary computes ids from the records.
 """
@@ -58,7 +55,7 @@ _DTYPE = re.compile(
 _DEVICE = re.compile(r"\b(?:cpu|cuda(?::\d+)?|meta|mps)\b")
 # Stand-ins for a group while the groups around it are collapsed: a placeholder with brackets
 # in it would itself be a group and stop the outer one from collapsing.
-_PAREN, _BRACKET = "\x00", "\x01"  # never in a message: untrusted.clean_text escapes controls
+_PAREN, _BRACKET = "\x00", "\x01"  # never in a message: boundary/clean.clean_text escapes them
 
 
 def template(message: str) -> str:

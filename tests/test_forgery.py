@@ -1,20 +1,16 @@
 """Forged replies and hidden built-ins: each forgery gains nothing over the honest mistake.
 
 Learner code runs in the same process as the grader's probes, so it can reach them (through
-``sys.modules``, ``gc.get_objects()`` or the frames of the running program, from a thread it
-starts at import) and rewrite what they report, or replace the helpers they call (the state
-snapshot, the state loader); it can also call a banned built-in where the in-process recorder
-does not look, or leave its model in a degenerate state (all zeros) that makes any head look
-right. The hidden suites therefore compare only against states the grader made (its own
-checkpoint, loaded into the learner's model) and values computed from them in the grader, give
-points to checks that rest on what the process reports about itself only where the rules find
-no way into it (``bans.certify``), and judge the bans from the submitted source alone
-(``lumen/rules.py``): the recorder only explains.
+``sys.modules``, ``gc.get_objects()``, the running frames, a thread started at import) and
+rewrite what they report or replace the helpers they call; it can call a banned built-in
+where the recorder does not look, or leave its model degenerate (all zeros). The hidden
+suites therefore compare only against states the grader made, score what the process reports
+about itself only behind the rules (``bans.certify``), and judge the bans from the source
+alone (``lumen/rules.py``).
 
 Each case is a known mistake plus a forgery. Graded on its stage, the forged submission must
-fail the tests the forgery targets and earn no point that the honest mistake does not: it
-gains nothing. A canary per route proves that the route really reaches the probes, so that the
-forgeries are not vacuous.
+fail the tests the forgery targets and earn no point the honest mistake does not. A canary
+per route proves that the route really reaches the probes, so the forgeries are not vacuous.
 """
 
 from __future__ import annotations

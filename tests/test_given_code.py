@@ -1,19 +1,18 @@
 """Given code is the grader's: in a stage process only the functions the stage owns are the
 learner's, and the learner's classes are also checked as they wrote them.
 
-autograder/sandboxed/given.py pins the stub's own given code (GPT2.__init__, forward,
-num_params, Embedding.extra_repr, RowLookup, GPT2Config, ...) on the learner's own classes,
-replaces what their classes override of nn.Module (and a metaclass of type), and makes given and
-torch methods impossible to shadow on an object. The "as you wrote it" tests of each stage then
-run the learner's classes unpinned. Proved here through one warm Grader, as for a class:
+autograder/sandboxed/given.py pins the stub's given code on the learner's classes, replaces
+what they override of nn.Module, and makes given and torch methods impossible to shadow; each
+stage's "as you wrote it" tests run the learner's classes unpinned. Proved here through one
+warm Grader, as for a class:
 
 - what runs in the stage process is the stub's given code, not the learner's file;
-- every way of doing a stage's work outside the function it owns (in forward, __init__, a base
-  class, a metaclass, an override of nn.Module's methods, an object's attribute, a module-level
-  name that given code uses) earns nothing for it, and is named as changed given code;
-- the known mistakes of tests/variants/ and the correct layouts are graded elsewhere
-  (tests/test_grader_variants.py, tests/test_scaffolds.py); that the request carries only the
-  stub is tests/test_scaffolds.py's.
+- every way of doing a stage's work outside the function it owns (forward, __init__, a base
+  class, a metaclass, an override of nn.Module's methods, an attribute, a module-level name
+  given code uses) earns nothing for it, and is named as changed given code.
+
+The known mistakes and correct layouts are graded in tests/test_grader_variants.py and
+tests/test_scaffolds.py; that the request carries only the stub is tests/test_scaffolds.py's.
 """
 
 from __future__ import annotations

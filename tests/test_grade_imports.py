@@ -1,5 +1,5 @@
 """A grade imports only what grading needs: never the release tooling's nbformat, nbgrader or
-lark (through nbformat's jsonschema: seconds of a cold grade, issue 18), and nothing beyond
+lark (through nbformat's jsonschema: seconds of a cold grade), and nothing beyond
 torch and requirements-grader.txt, all that the Gradescope zip and the PrairieLearn image
 install."""
 

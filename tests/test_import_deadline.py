@@ -1,10 +1,10 @@
 """The import limit is judged when a stage's process answers, not when the grader comes to look.
 
 Every stage process is started at once and loads the submission side by side; the grader then
-grades the stages one after another. Under load, a later stage was read more than the import
-limit after it started, and correct code was told that "importing the submission did not finish"
-(found by issue 18's measurements: the scaffold tests failed so on a busy machine). Each stage's
-answer is now read as it comes, in a thread of the grader's (boundary/client.StageSession.start).
+grades the stages one after another. Were a stage's answer read only when its turn came, a later
+stage on a busy machine would be read more than the import limit after it started, and correct
+code told that "importing the submission did not finish". So each stage's answer is read as it
+comes, in a thread of the grader's (boundary/client.StageSession.start).
 """
 
 from __future__ import annotations

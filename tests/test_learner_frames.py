@@ -1,5 +1,5 @@
 """No grader internals in a learner's message: ``describe_error`` quotes a frame only when it is
-code the learner wrote (``submission.learner_frames``), never the grader's stand-in for an
+code the learner wrote (``boundary/intake.learner_frames``), never the grader's stand-in for an
 unusable file, given code, or a frame the learner's process made up."""
 
 from __future__ import annotations

@@ -1,19 +1,15 @@
 """nbgrader, for real: the release comes from generate_assignment, and a class goes through
 nbgrader's own autograde, feedback and export, with our grader's scores in its gradebook.
 
-One pipeline run (``python -m autograder nbgrade``, in a subprocess as a user types it) over
-fixture learners: complete (with written answers), partial (a written answer with a word wider
-than the page), the stubs, a notebook that is not JSON, a hostile notebook (cells that would
-forge outputs, rewrite the gradebook, redefine the checks and raise, and .py files that warn on
-stderr at import), a renamed notebook, one with a graded cell deleted and another edited (and
-submitted late, under the 'zero' penalty, in collect's layout), one whose .py file does not
-parse (with a timestamp.txt of its own, which is never read), and a folder whose name is not a
-student id. Their
-per-stage scores in nbgrader's gradebook must equal what ``python -m autograder grade`` gives
-the same files, and formgrader, running, must show them. ``make nbgrade``'s command runs a
-class of two in the full tier.
-A second class goes through nbgrader's own zip_collect first: its layout, its timestamps (late
-penalties) and a rerun that regrades only what changed.
+One pipeline run (``python -m autograder nbgrade``, in a subprocess) over fixture learners:
+complete, partial, the stubs, a notebook that is not JSON, a hostile notebook (cells that
+would forge outputs, rewrite the gradebook or redefine the checks), a renamed notebook, one
+with a graded cell deleted and another edited and late (collect's layout), one whose .py file
+does not parse (with its own timestamp.txt, never read), and a folder not named as a student.
+Their per-stage scores in the gradebook must equal what ``python -m autograder grade`` gives
+the same files, and formgrader must show them. A second class goes through nbgrader's
+zip_collect first: its layout, its timestamps (late penalties) and a rerun that regrades only
+what changed. ``make nbgrade``'s command runs a class of two in the full tier.
 """
 
 from __future__ import annotations

@@ -1,21 +1,16 @@
 """Every promise an owned function's docstring makes has a row in the table, and every row a check.
 
-The table is ``autograder/suites/promises`` (one module per stage). What counts as one promise
-(the unit a row must cover), read from the docstring of each function a stage owns
-(``lumen.stages.STAGES[*].owns``; ``Embedding.__init__`` is documented by its class):
+The table is ``autograder/suites/promises``. One promise, read from the docstring of each
+function a stage owns (``lumen.stages``; ``Embedding.__init__`` is documented by its class),
+is: an entry of ``Args:``, ``Raises:`` or ``Shapes:``; the whole ``Returns:`` section; or a
+sentence outside them that states a dtype, a shape, a device or an identity ("the same
+tensor", in place). Other sentences need no row, but may have one. A row covers a promise when
+its ``says`` occurs, whitespace folded, in the promise's text.
 
-- each entry of ``Args:`` (one parameter: what it may be, its dtypes and shapes, how it is
-  passed), of ``Raises:`` (one exception, or one list of them, and when) and of ``Shapes:``;
-- the whole ``Returns:`` section (one result: its shape, dtype, device and values);
-- each sentence outside those sections that states a dtype, a shape, a device or an identity
-  ("the same tensor", "the same Parameter", in place): the promises a summary makes in passing.
-
-Other sentences (the chapter's reasons, advice) need no row, but may have one. A row covers a
-promise when its ``says`` occurs, whitespace folded, in that promise's text. The test fails,
-for each stage on its own, when the stage has no rows (its module is not written yet), when a
-promise has no row, when a row's ``says`` is not in its function's docstring, when a row names
-a function the stage does not own, or when its hidden test (``autograder/suites/test_<stage>.py``)
-or visible test (``exercises/tests/test_<stage>.py``) does not exist, found by the AST.
+For each stage on its own, the test fails when the stage has no rows, a promise has no row, a
+row's ``says`` is not in its function's docstring, a row names a function the stage does not
+own, or its hidden test (``autograder/suites/test_<stage>.py``) or visible test
+(``exercises/tests/test_<stage>.py``) does not exist, found by the AST.
 """
 
 from __future__ import annotations

@@ -292,7 +292,7 @@ def _handout(folder: Path, solved: list[str]) -> Path:
         EXERCISES / "tests",
         folder / "exercises" / "tests",
         ignore=shutil.ignore_patterns("__pycache__"),
-        dirs_exist_ok=True,  # the release wrote tests/meta_device.py there already
+        dirs_exist_ok=True,  # the release wrote exercises/tests/meta_device.py already
     )
     return folder
 

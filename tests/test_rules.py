@@ -571,7 +571,7 @@ def test_harmless_modules_pass_in_every_file():
         assert bans.findings(files, check) == [], check.test
 
 
-#: Correct code that the old rules refused and that needs no refusal: own private attributes,
+#: Correct code that needs no refusal and that a stricter rule would refuse: own private attributes,
 #: numpy in a calculator, regular expressions, a module's own names.
 CLEAN = {
     "own private attributes": "class A:\n    def __init__(self):\n        self._cache = {}\n"

@@ -1,4 +1,4 @@
-"""Graders side by side never share a sandbox user (``sandbox.claim_uids``).
+"""Graders side by side never share a sandbox user (``boundary/launcher.claim_uids``).
 
 A batch's grading processes, two pytest-xdist workers, two operators' batches: each grader
 holds a lock on its block of users for as long as it lives, so a second grader, in this

@@ -1,20 +1,15 @@
 """Text from learner code, made safe to store and to show: encodable, visible and bounded.
 
-Every string in a reply from the process that runs learner code (an exception's type, message
-and traceback lines, what the code printed, dict keys and string values, the type names of
-returned objects) was chosen by the learner. ``clean_reply`` is applied once, where a reply
-enters the grader (``boundary/client.StageSession``), so everything after it (scores, messages,
-results.json, feedback, JUnit) handles ordinary text only. The rules, in order:
+Every string in a reply from the process that runs learner code was chosen by the learner.
+``clean_reply`` is applied once, where a reply enters the grader
+(``boundary/client.StageSession``), so everything after it handles ordinary text only:
 
-1. **Encodable**: lone surrogates (``"\\ud800"``, or undecodable bytes that Python carried as
-   ``"\\udcff"``) become U+FFFD, so UTF-8 writers and terminals never raise; bytes are decoded
-   as UTF-8 with the same replacement.
-2. **Visible**: control characters are written as text, ``"\\x1b"`` or ``"\\u202e"``: C0
-   (ESC, CR, BEL, NUL, ...), DEL, C1, the Unicode bidi embeddings, overrides and isolates
-   (U+202A-U+202E, U+2066-U+2069) and the line/paragraph separators U+2028/U+2029. A message
-   can then neither send terminal commands (clear the screen, move the cursor, set a title,
-   a hyperlink) nor draw a line of its own over the report. Printed output keeps ``"\\n"``
-   and ``"\\t"``; a one-line field (a message) escapes them too.
+1. **Encodable**: lone surrogates (``"\\ud800"``, undecodable bytes carried as ``"\\udcff"``)
+   and undecodable bytes become U+FFFD, so UTF-8 writers and terminals never raise.
+2. **Visible**: control characters (C0, DEL, C1, the bidi embeddings, overrides and isolates,
+   U+2028/U+2029) are written as text, ``"\\x1b"``, so a message can neither send terminal
+   commands nor draw a line of its own over the report. Printed output keeps ``"\\n"`` and
+   ``"\\t"``; a one-line field escapes them too.
 3. **Bounded**: at most ``limit`` characters are kept, then ``"... (N more characters)"``.
 
 Cleaning is idempotent for text already clean: an escape is ordinary backslash text.

@@ -1,23 +1,17 @@
 """What each probe's reply may hold: one schema per probe, checked once where replies arrive.
 
-The probes (``sandboxed/probes/``) run in the learner's process, which can rewrite them or
-write to its socket directly, so a reply is whatever that process chose to send.
-``boundary/client.StageSession`` checks every reply against the schema of the probe it asked
-for, before the hidden suites see it: a reply that does not match is the learner's mistake
-("your code's process answered with something the grader's probe does not send"), never an
-exception inside a hidden test. A schema says what the honest probe sends for any learner
-code: a field the probe fixes the type of (a ``bool(...)``, a type's name, a sorted list of
-names) is typed; a field that is whatever the learner's code returned or left behind (an
-``out``, a gradient, a state_dict's values) is ``ANY``, and the suites judge it with
-``feedback.expect_tensor`` and ``values.close``, which take any value.
+The probes (``sandboxed/probes/``) run in the learner's process, which can rewrite them, so a
+reply is whatever that process chose to send. ``boundary/client.StageSession`` checks every
+reply against its probe's schema before the hidden suites see it: a mismatch is the learner's
+mistake, never an exception inside a hidden test. A field the honest probe fixes the type of
+is typed; one that is whatever the learner's code returned (an ``out``, a gradient) is
+``ANY``, and the suites judge it with ``feedback.expect_tensor`` and ``values.close``.
 
-The notation, read like the reply itself:
-
-- ``str``, ``bool``, ``int`` (never a bool), ``float``; ``NUMBER`` is an int or a float;
-- ``{"key": S, "key?": S}`` a dict with exactly these keys, ``?`` marking one that may be
-  absent; ``DictOf(S)`` any keys, each value ``S``;
-- ``[S]`` a list of ``S``; ``Items(S1, S2, ...)`` a list of exactly these;
-- ``Maybe(S)`` None or ``S``; ``OneOf(S1, S2, ...)`` the first that fits; ``ANY`` anything.
+The notation, read like the reply itself: ``str``, ``bool``, ``int`` (never a bool),
+``float``, ``NUMBER`` (an int or a float); ``{"key": S, "key?": S}`` a dict with exactly these
+keys, ``?`` marking one that may be absent; ``DictOf(S)`` any keys, each value ``S``; ``[S]`` a
+list of ``S``; ``Items(S1, S2, ...)`` a list of exactly these; ``Maybe(S)`` None or ``S``;
+``OneOf(S1, S2, ...)`` the first that fits; ``ANY`` anything.
 """
 
 from __future__ import annotations
@@ -114,21 +108,21 @@ def problem(value: object, schema: object, path: str = "reply") -> str | None:
 #: "could not be sent back" adds ``not_implemented``.
 ERROR = {"type": str, "message": str, "where": [str], "bases?": [str],
          "not_implemented?": bool}
-#: An exception caught inside a probe (``probes._attempt``, ``probes._refusal``).
+#: An exception caught inside a probe (``probes/shared._attempt``, ``probes/shared.refusal``).
 REFUSAL = {"error": str, "message": str, "bases?": [str]}
 
 
 def attempt(schema: object) -> OneOf:
-    """``probes._attempt(get)``: what ``get()`` gave, or its exception as data."""
+    """``probes/shared._attempt(get)``: what ``get()`` gave, or its exception as data."""
     return OneOf(REFUSAL, schema)
 
 
-#: ``probes._recorded``: what ran while the call was watched (only with ``watch``).
+#: ``probes/recorder._recorded``: what ran while the call was watched (only with ``watch``).
 RECORDED = {"calls?": [str], "watch_problem?": Maybe(str)}
 
 
 def watched(*inputs: str) -> dict:
-    """``probes._watched``: the learner's output, the inputs afterwards, which of them an
+    """``probes/shared._watched``: the learner's output, the inputs afterwards, which of them an
     in-place operation touched. On the meta device (or for ids that are not a tensor), the
     output alone."""
     return {"out": ANY, "inputs?": {name: ANY for name in inputs}, "in_place?": [str],
@@ -136,23 +130,23 @@ def watched(*inputs: str) -> dict:
 
 
 def searched(*inputs: str) -> dict:
-    """``probes._searched``: the (ids, sims) pair the learner returned, if it was one, and the
-    inputs as ``watched``; on the meta device, the pair alone."""
+    """``probes/neighbours._searched``: the (ids, sims) pair the learner returned, if it was
+    one, and the inputs as ``watched``; on the meta device, the pair alone."""
     return {"ids": ANY, "sims": ANY, "kind": str,
             "inputs?": {f"{name}?" if name == "token" else name: ANY for name in inputs},
             "in_place?": [str]}
 
 
-#: ``probes._load``: load_state_dict's result.
+#: ``probes/shared._load``: load_state_dict's result.
 LOADED = {"missing": [ANY], "unexpected": [ANY]}
-#: ``probes._count``: a whole number, or what it was instead.
+#: ``probes/params._count``: a whole number, or what it was instead.
 COUNT = {"int": Maybe(int), "type": str, "float?": Maybe(float)}
-#: ``probes._tie_facts``: what a model says about its tie (messages only).
+#: ``probes/tying._tie_facts``: what a model says about its tie (messages only).
 TIE_FACTS = {"same_object": bool, "same_storage": bool, "head_shape": [int],
              "same_values": bool, "transposed": bool, "n_params": int, "head_is_param": bool}
 #: A state_dict, as the learner's model returned it.
 STATE = DictOf(ANY)
-#: ``probes._constructed``: a constructor's refusal, or what it left after its last call of
+#: ``probes/init._constructed``: a constructor's refusal, or what it left after its last call of
 #: the recorded method and once done (a weight, or a state: the learner's values).
 CONSTRUCTED = {"built": Maybe(REFUSAL), "times_called": int, "recorded?": ANY, "final?": ANY}
 #: Rows looked up and the gradient in the registered weight (``embedding_lookup_as_shipped``).

@@ -1,27 +1,17 @@
 """GitHub Classroom's runner results: a stage's score in the form its grading reporter reads.
 
 Standard library only (and pytest, for ``visible``): ``python -m autograder.frontends.classroom
-template`` copies this file unchanged into the template repository, as
-``.github/classroom/lumen_classroom.py``, where the visible-tests-only workflow runs it
-without the grader.
+template`` copies this file unchanged into the template repository, where the
+visible-tests-only workflow runs it without the grader.
 
-The reporter, classroom-resources/autograding-grading-reporter (src/main.js), reads one
-environment variable per runner, ``<RUNNER-ID upper-cased>_RESULTS``, holding base64 of a JSON
-object; the stock runners (autograding-command-grader, src/main.js ``generateResult``) write::
-
-    {"version": 1, "status": "pass" | "fail" | "error", "max_score": N,
-     "tests": [{"name", "status", "score", "message", "test_code", "filename", "line_no",
-                "duration"}]}
-
-It then adds up scores twice, differently (src/helpers/test-helpers.js, src/notify-classroom.js):
-
-- the grade sent to GitHub Classroom: the sum of every test's ``score``, out of the sum of the
-  runners' ``max_score``;
-- the learner's log: per runner, (tests with status "pass" / all tests) x ``max_score``.
-
-The two agree only when a runner's tests are worth the same, so a stage's score is written as
-``equal_parts``: n tests of max/n points each, the first k of them passed. No hidden check is
-named: a learner reads the stage's score and nothing of what its checks check.
+The reporter (classroom-resources/autograding-grading-reporter) reads, per runner, base64 of
+a JSON object (``{"version": 1, "status", "max_score", "tests": [...]}``, as the stock
+runners write it) from ``<RUNNER-ID upper-cased>_RESULTS``. It adds scores up twice: the grade
+sent to Classroom is the sum of the tests' ``score``; the learner's log shows, per runner,
+(tests passed / all tests) x ``max_score``. The two agree only when a runner's tests are worth
+the same, so a stage's score is written as ``equal_parts``: n tests of max/n points each, the
+first k passed. No hidden check is named: a learner reads the stage's score and nothing of
+what its checks check. docs/classroom.md has the reporter's sources.
 """
 
 from __future__ import annotations

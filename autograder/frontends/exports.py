@@ -1,36 +1,17 @@
 """Gradebook files an LMS imports: ``grade-batch --export canvas,moodle,csv --roster roster.csv``.
 
-grades.csv is keyed by submission folder names; an LMS knows its learners by its own ids. The
-roster (a CSV the instructor writes, one row per learner) maps one to the other::
+grades.csv is keyed by submission names; an LMS knows its learners by its own ids. The roster
+(a CSV the instructor writes: ``submission`` and the ids each format needs, docs/exports.md)
+maps one to the other. Written next to grades.csv, from the same rows (``classbook.collect``):
+``grades-canvas.csv`` (Canvas's own gradebook layout), ``grades-moodle.csv`` (an identifier
+and the grade, for Moodle's CSV import) and ``grades-roster.csv`` (the roster, the total and
+a column per stage).
 
-    submission,name,canvas_id,sis_user_id,sis_login_id,section,email
-    alice,"Adams, Alice",1234,S001,aadams,Section A,alice@uni.example
-
-``submission`` is the folder or zip name in SUBMISSIONS (without .zip); the other columns are
-read by the formats that need them, in any order, named case-insensitively. Written next to
-grades.csv, from the same rows (``classbook.collect``):
-
-- ``grades-canvas.csv``: Canvas's gradebook layout (its own export's: Student, ID,
-  SIS User ID, SIS Login ID, Section, then one column per assignment, "Name (id)", and the
-  "Points Possible" row). Canvas matches a learner by ID, SIS User ID or SIS Login ID and an
-  assignment by the id in parentheses; a column without one makes a new assignment.
-- ``grades-moodle.csv``: an identifier column (email, else username, else ID number) and the
-  grade column, for Moodle's "Import grades: CSV file", which maps the first to a user field
-  ("Map from" / "Map to") and the second to a grade item.
-- ``grades-roster.csv``: the roster's columns, then the total and a column per stage.
-
-What is escaped (``autograder/views/escape.py``): an LMS matches a learner by an identifier and an
-assignment by its header, byte for byte, so those are written exactly as the instructor gave
-them: the identifier columns (canvas_id, sis_user_id, sis_login_id; Moodle's email, username or
-idnumber) and ``--assignment``. ``check_roster`` refuses an identifier a spreadsheet would run
-as a formula (one starting with = + - @, or holding a control character), since escaping it
-would break the match. Every other text cell (the submission name, which the learner chose, and
-the roster's names and sections, which an LMS may let a learner set) is escaped with
-``csv_text``; the grades are the grader's numbers, never escaped.
-
-A learner is exported only with a grade: one not graded (see grades.csv's notes), one in the
-roster without a submission and a submission missing from the roster are each listed, never
-dropped silently, and their LMS grades are left as they are.
+An LMS matches identifiers and the assignment's header byte for byte, so those are written as
+the instructor gave them, and ``check_roster`` refuses one a spreadsheet would run as a
+formula; every other text cell is escaped with ``csv_text`` (``views/escape.py``). A learner
+is exported only with a grade: one not graded, one in the roster without a submission and a
+submission missing from the roster are each listed, never dropped silently.
 """
 
 from __future__ import annotations

@@ -1,37 +1,18 @@
-"""PrairieLearn's external grader: ``python -m autograder prairielearn [--root /grade]``. The
-question folder and the grading image are built by ``autograder/frontends/prairielearn_build.py``
-(``make prairielearn``), apart from this module because a grade reads this one (the command line
-imports its options) and must not import the builders (the Gradescope zip holds what a grade
-reads, nothing more).
+"""PrairieLearn's external grader: ``python -m autograder prairielearn [--root /grade]``.
 
-What PrairieLearn does, from its documentation (PrairieLearn/PrairieLearn,
-docs/externalGrading.md, "The Grading Process" and "Grading results"): it runs the question's
-``externalGradingOptions.entrypoint`` in the image, with the student's files in
-/grade/student, the question's ``tests/`` folder in /grade/tests and the listed
-``serverFilesCourse`` files in /grade/serverFilesCourse; the entry point must write
-/grade/results/results.json (the folder is not made for it): ``score`` in [0, 1],
-optional ``gradable`` (false: "invalid, not gradable", no points awarded or lost, no attempt
-used) with ``format_errors`` (a string or a list), ``message``, ``output`` and ``tests``
-(``name``, ``points``, ``max_points``, ``message``, ``output``), which
-``<pl-external-grader-results>`` shows the student at once; at most 1 MB. Its grader host
-(apps/prairielearn/src/lib/externalGraderCommon.ts, ``makeGradingResult``) records a score of
-0 for a job whose results.json is missing or cannot be parsed, so this entry point writes one
-before anything else, which says the grader failed (``gradable: false``: never a zero, no
-attempt lost) and is replaced only by a finished grade.
+The question folder and image are built by ``frontends/prairielearn_build.py`` (``make
+prairielearn``), kept apart because a grade imports this module and must not import the
+builders. PrairieLearn runs the entry point with the student's files in /grade/student and
+the question's tests/ in /grade/tests; it must write /grade/results/results.json, and a
+missing or unparsable one is recorded as 0 points. So this module first writes one that says
+the grader failed (``gradable: false``: no zero, no attempt lost), replaced only by a finished
+grade; a submission that cannot be graded is ``gradable: false`` with ``format_errors``.
 
 What the student sees follows the Gradescope front end's visibility (``report.visible_summary``
-and ``report.check_output``, the one place that decides what a hidden test may show):
-PrairieLearn shows all of results.json at once, so only ``hidden`` (the default: the
-per-stage scores, the notes on the files, nothing of a hidden test) and ``visible`` (each
-check's title, message and what the code printed) apply. ``results.json``'s tests always add
-up to its score: a test per stage, or with ``visible`` a test per check. It is a view of the
-``Grade``, as Gradescope's is. The whole report goes to stdout, which PrairieLearn
-keeps in the grading job's log for the course staff.
-
-A submission that cannot be graded (a file missing, not UTF-8, too large, a link, a syntax
-error) is ``gradable: false`` with ``format_errors`` naming each problem, as the batch's notes
-do. The grader's settings for a question (``lumen.json``: ``visibility``, ``stages``) are read
-from ``--tests`` (default ROOT/tests, the question's tests/ folder).
+and ``report.check_output``), of which only ``hidden`` and ``visible`` apply, since
+PrairieLearn shows all of results.json at once; its tests always add up to its score. The
+settings (``lumen.json``: ``visibility``, ``stages``) are read from ``--tests``. The
+PrairieLearn sources this follows are cited in docs/prairielearn.md.
 """
 
 from __future__ import annotations

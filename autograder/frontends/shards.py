@@ -1,32 +1,18 @@
-"""A class graded as shards on a cluster, then merged: ``grade-batch --shard K/N`` and
-``python -m autograder merge-shards SHARD... --out grades.csv``.
+"""A class graded as shards, then merged: ``grade-batch --shard K/N`` and ``merge-shards``.
 
 No scheduler of our own: a Slurm job array, a Kubernetes Indexed Job or a GitHub Actions matrix
-(``deploy/``) runs ``grade-batch --shard K/N`` once per K, each into its own output, and one
-``merge-shards`` combines them.
+(``deploy/``) runs each shard into its own output, and one ``merge-shards`` combines them.
+``shard_of`` hashes the learner's id with SHA-256 (never the salted ``hash()``), so a learner
+falls in the same shard on every node, whatever the order or number of learners. A shard is a
+batch like any other (``frontends/batch.py``): it resumes, and one that died is rerun alone.
 
-Which learner a shard grades: ``shard_of`` hashes the learner's id (the submission's folder or
-zip name) with SHA-256, never Python's ``hash()``, which is salted per process, so the same
-learner falls in the same shard on every node, whatever the order of the folders and however
-many learners are added. A shard is a batch like any other (``autograder/frontends/batch.py``): it
-resumes where it stopped, and one that died is rerun alone.
-
-What crosses from shard to merge: each shard writes, when it finishes (never after Ctrl-C, a
-SIGTERM or a stopped batch), a manifest ``.shard.json`` in its per-learner folder: K and N, the
-digests of the grader's code and of the rubric, the options that change a verdict, the class it
-saw (how many learners and a digest of their ids) and, per learner of the shard, the SHA-256
-of the files the grader wrote for them (``RECORD_FILES``: grade.json, the record, and its
-views). The merge copies exactly those files, checked against the digests (a regular file,
-never a link), and refuses, with the problem and the fix: a folder without a manifest (a
-shard that did not finish), shards of another N, grader, rubric, options or class, a shard
-given twice, a shard missing, a learner in a shard its id does not hash to, and a file
-changed since its shard wrote it.
-
-Byte for byte by construction: the merge renders grades.csv, summary.md, histogram.png and the
-gradebook exports from the per-learner records with the code a single run ends with
-(``classbook.write_class_files``), so a merge and a single run over the same records write the same
-bytes. What two gradings of one learner never share (the seed drawn per learner, the seconds it
-took) lives in the per-learner records, which the merge copies unchanged.
+A finished shard writes a manifest, ``.shard.json``: K and N, the digests of the grader's code
+and rubric, the options that change a verdict, the class it saw, and the SHA-256 of each file
+it wrote per learner (``RECORD_FILES``). The merge copies exactly those files, checked against
+the digests, and refuses, saying why and how to fix it, anything that does not add up (a
+shard unfinished, missing or given twice; another N, grader, rubric, options or class; a file
+changed since). It renders the class files with a single run's code
+(``classbook.write_class_files``), so a merge writes the same bytes as one run.
 """
 
 from __future__ import annotations

@@ -1,35 +1,18 @@
 """Given code is the grader's: in a stage process only the functions the stages own are the
 learner's; everything else of the stub is the stub's own copy, and no class of theirs changes
-what nn.Module does.
+what nn.Module does (the rule the stubs state as "Given code").
 
-The rule, as the stubs state it ("Given code" at the top of embeddings.py): the learner writes
-inside YOUR CODE HERE, in the functions lumen/stages.py gives to a stage; everything else in
-the three files is given code. After a learner's module is loaded and the scaffolds are in
-(loader.load), three steps make it so, each recorded in a ``Pins``:
+After the learner's module is loaded with its scaffolds (``loader.load``), three steps, each
+recorded in a ``Pins``: ``pin`` puts the stub's own copy (compiled from request["given"]) of
+every function, class, constant and class attribute no stage owns into the learner's module
+and classes; ``unshadow`` replaces what their classes, bases, mixins or metaclass define under
+a name of nn.Module's (or type's) with the base's own, and removes a class attribute named as
+a member the given code sets (``lm_head``); ``guard`` makes given methods and torch's
+``Fixed``, so an object cannot shadow them at run time.
 
-1. ``pin``: the stub's own copy (request["given"], compiled in this process: the grader's text,
-   not the learner's file) of every module-level function, class and constant that no stage
-   owns goes into the learner's module; and into each class of theirs that holds owned methods
-   (Embedding, ParamCount, GPT2), every attribute the stub's class defines and no stage owns
-   (GPT2.__init__, GPT2.forward, GPT2.num_params, Embedding.extra_repr, ParamCount's fields
-   and dataclass methods). Set on the learner's own class, whatever its bases or mixins, a
-   base class of theirs cannot supply another forward. Given code runs with the stub's globals,
-   where each owned name is the learner's (or its scaffold): a module-level name the learner
-   rebinds changes nothing in it, and their helpers still serve their own code.
-2. ``unshadow``: anything else the learner's class, its own bases and mixins (or its metaclass)
-   define under a name that the stub's base classes have (nn.Module's to, load_state_dict,
-   state_dict, parameters, __call__, _call_impl, __setattr__, __getattr__, ...; type's
-   __call__) is replaced there by the base's own, and so is removed a class attribute under
-   the name of a member the given code sets on each object (``lm_head``, ``wte``, ``config``:
-   a ``lm_head = property(...)`` would answer in place of the submodule). Helpers under new
-   names stay.
-3. ``guard``: a given method, and every method of nn.Module and of torch's layers, becomes a
-   ``Fixed`` attribute, which an object cannot shadow (``self.forward = ...`` raises), so that
-   learner code cannot replace given code at run time either.
-
-A probe may undo all of it for the length of a block (``Pins.undone``) to run the learner's
-classes as they wrote them: the hidden suites compare that run with the pinned one, so changed
-given code loses the owning stage's points with a message that says so.
+``Pins.undone`` undoes it all for a block, to run the learner's classes as written: the hidden
+suites compare that run with the pinned one, so changed given code loses the owning stage's
+points. docs/threat-model.md ("Given code is the grader's") says why each step is needed.
 """
 
 from __future__ import annotations

@@ -1,32 +1,18 @@
 """One stage process, cut off from every other: its own namespaces, its own /tmp, its own user.
 
-The zygote forks a child per stage, as process 1 of a new PID namespace (``pid_namespace``);
-the child enters mount, network, IPC and UTS namespaces of its own (``enter_namespaces``) and
-runs the learner's code. What this buys, each point
-relied on by the grader and attacked in tests/test_grader_attacks.py:
+The zygote forks a child per stage as process 1 of a new PID namespace (``pid_namespace``);
+the child enters its own mount, network, IPC and UTS namespaces (``enter_namespaces``). So it
+has nothing to talk through (a private /tmp and /dev/shm, its own /proc, no shared sockets or
+IPC, its own user id), leaves nothing behind (the kernel kills the namespace with process 1,
+and ``reap`` answers once all is gone), and cannot lift its limits (set hard before it drops
+to its unprivileged user). Each point is attacked in tests/test_grader_attacks.py.
 
-- nothing to talk through: a private tmpfs on /tmp and /dev/shm (the only writable places),
-  a /proc that shows only its own processes, no loopback or abstract sockets shared with
-  anyone, no SysV or POSIX IPC objects shared with anyone, and a user id of its own, so no
-  signal, ptrace or file permission reaches another stage or another learner;
-- nothing left behind: when process 1 of a PID namespace ends, the kernel kills every process
-  in it, and the zygote's ``reap`` only answers once they are all gone; the tmpfs goes with
-  the last of them;
-- limits the learner cannot lift: soft and hard limits are set together, before dropping to
-  the unprivileged user, who cannot raise a hard limit.
-
-Under bubblewrap the worker's whole filesystem is already an allowlist. Without it
-(``--sandbox unsafe-process``) run as root, the zygote is given the same allowlist
-(``confine_to``, from ``autograder/boundary/launcher.py``'s ``view``) and each stage process builds
-a private root of it and pivots into it (``private_root``) before dropping to its user: the
-grader's files, the repository and every submission are then not in its filesystem at all.
-Run as anyone else without bwrap, none of this is possible; ``enter_namespaces`` returns
-False and learner code runs as the operator's user, which the grader tells the operator.
-
-Under bwrap run by anyone but root, the sandbox's user namespace maps that one user only: the
-zygote is its root (so namespaces work as above), and a stage process, with no other user to
-become, gives up every capability instead (``drop_capabilities``); ``_nothing_shared_left``
-makes sure that the one user then has no writable place its siblings also see.
+Without bubblewrap, run as root (``--sandbox unsafe-process``), each stage process pivots
+into a private root of the allowlist ``confine_to`` gives (``boundary/launcher.py``'s
+``view``); run as anyone else, none of this is possible, ``enter_namespaces`` returns False
+and the grader tells the operator. Under bwrap run by anyone but root, the zygote is the
+sandbox's root and a stage process gives up every capability (``drop_capabilities``);
+``_nothing_shared_left`` makes sure it shares no writable place with its siblings.
 """
 
 from __future__ import annotations
@@ -86,8 +72,8 @@ def pid_namespace() -> Iterator[bool]:
     (``confine_to``), and where the way back fails (a zygote whose children can no longer be
     made ends, and the grader starts a fresh one).
 
-    One fork per stage process, not two (the child used to unshare and fork its learner's
-    process): a fork of the zygote, and its end, copy and free ~180 MB of page tables' worth.
+    One fork per stage process, not two (the child is the learner's process itself): a fork of
+    the zygote, and its end, copy and free ~180 MB of page tables' worth.
     """
     if not _OWN_PID_NAMESPACE:
         _OWN_PID_NAMESPACE.append(os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC))
@@ -117,9 +103,10 @@ def enter_namespaces(in_own_pid_namespace: bool) -> bool:
 
 def confine_to(allowlist: str | None) -> None:
     """The zygote's choice, inherited by every stage process: build a private root of
-    ``allowlist`` (``sandbox.view``'s JSON: read-only folders, links, devices) or not (None:
-    bwrap has made the whole filesystem an allowlist already). With an allowlist, the zygote
-    refuses to start where a stage process could not build it: never the machine's files."""
+    ``allowlist`` (``boundary/launcher.view``'s JSON: read-only folders, links, devices) or
+    not (None: bwrap has made the whole filesystem an allowlist already). With an allowlist,
+    the zygote refuses to start where a stage process could not build it: never the machine's
+    files."""
     global _ROOT
     _ROOT = None if allowlist is None else json.loads(allowlist)
     if _ROOT is not None and not _can_isolate():

@@ -1,23 +1,17 @@
 """The wire format between the grader and its worker: JSON plus raw tensor bytes, never pickle.
 
-A message is ``[u64 length][u32 header length][header JSON][tensor bytes...]``. The header is
-``{"value": V, "tensors": [descriptor, ...]}``, and V is written so that no data can pass for
-a marker: numbers, strings, booleans and null are themselves, a list is a JSON array, and
-every JSON object is a one-key *tag*:
+A message is ``[u64 length][u32 header length][header JSON][tensor bytes...]``; the header is
+``{"value": V, "tensors": [descriptor, ...]}``. So that no data can pass for a marker, every
+JSON object in V is a one-key tag: ``{"dict": {...}}`` a dict (whatever its keys),
+``{"tensor": i}`` the i-th descriptor (``dtype``, ``shape``, ``device``, ``bytes``; its bytes
+follow in order, each padded to ``ALIGN``), ``{"object": "TypeName"}`` a value described,
+never sent.
 
-- ``{"dict": {key: V, ...}}`` a dict, whatever its keys (a learner's ``{"tensor": 0}`` too);
-- ``{"tensor": i}`` the i-th descriptor, ``{"dtype", "shape", "device", "bytes"}``, its bytes
-  (``null`` on the meta device) following the header in order, each padded to ``ALIGN``;
-- ``{"object": "TypeName"}`` a value described, never sent (its methods could lie).
-
-Loading a message can build only dicts, lists, strings, numbers, None and tensors of
-whitelisted dtypes: nothing in it can execute code. The peer may be hostile (learner code
-can write anything to its socket), so ``recv`` reads against one absolute deadline; refuses,
-before building anything, a message bigger than ``MAX_MESSAGE``, a header bigger than
-``MAX_HEADER`` or of more than ``MAX_ITEMS`` values, and tensor bytes its descriptors do not
-account for, or a shape whose size overflows (``MAX_STORAGE``); refuses a value nested deeper
-than ``MAX_DEPTH``; and reads tensor bytes once, into the buffer the tensors then use. Any
-other failure while a message is read is a ProtocolError too (``_read_safely``).
+Loading builds only dicts, lists, strings, numbers, None and tensors of whitelisted dtypes:
+nothing in a message can run code. The peer may be hostile, so ``recv`` reads against one
+deadline and refuses, before building anything, what is too big (``MAX_MESSAGE``,
+``MAX_HEADER``, ``MAX_ITEMS``, ``MAX_STORAGE``), too deep (``MAX_DEPTH``) or inconsistent;
+any other failure while reading is a ProtocolError too (``_read_safely``).
 """
 
 from __future__ import annotations

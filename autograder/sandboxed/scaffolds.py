@@ -1,20 +1,13 @@
 """Scaffolds: public stand-ins for the functions of the stages that are not being graded.
 
-A stage is graded in isolation: while the tying stage is graded, the learner's Embedding and
+A stage is graded in isolation: while tying is graded, the learner's Embedding and
 initialisation are replaced by these, so a broken Embedding does not cost the tying points.
-The child that runs learner code never holds the reference solution (lumen): only these.
-
-Each scaffold is written to two rules, both proved in tests/test_scaffolds.py:
-
-(a) good enough for every stage that builds on it: the reference and every correct variant
-    still get full marks everywhere, and every known mistake is still named;
-(b) not an answer: graded as a learner's own code for its own stage, it loses points there,
-    so copying one out of this process gains nothing.
-
-So each is deliberately wrong in a way only its own stage looks at, or built from the very
-PyTorch built-in its stage bans (copied out, it earns what using that built-in would, and
-loses the ban's points). Functions that no other stage's code calls (neighbours, params,
-expected_dot_std) are stand-ins that refuse to run, with a message saying why.
+The child that runs learner code never holds the reference solution, only these. Each is
+written to two rules, both proved in tests/test_scaffolds.py: (a) good enough for every stage
+that builds on it (the reference and every correct variant keep full marks, every known
+mistake is still named); (b) not an answer (graded as a learner's code for its own stage, it
+loses points there). So each is wrong in a way only its own stage looks at, or built from the
+built-in its stage bans; functions no other stage calls refuse to run, saying why.
 
 This file ships next to worker.py into the sandbox: it imports only torch, math and the
 standard library, never lumen, and holds no line of lumen's solutions.

@@ -1,19 +1,16 @@
 """Hidden tests, stage 'embedding': the Embedding module is a V x d Parameter and a row lookup.
 
-Compared with ``weight[ids]`` (PyTorch's own lookup, computed here) on fresh seeded inputs;
-exact (torch.equal) because a lookup does no arithmetic. The learner's Embedding runs with the
-init stage's functions (reset_parameters, scale_output) replaced by public scaffolds
-(``autograder/sandboxed/scaffolds.py``), never the reference solution. Every failure says
-what was expected and the likely mistake, in the chapter's words.
+Compared with ``weight[ids]`` (PyTorch's own lookup, computed here) on fresh seeded inputs,
+exactly (torch.equal), because a lookup does no arithmetic. The learner's Embedding runs with
+the init stage's functions replaced by public scaffolds (``autograder/sandboxed/scaffolds.py``),
+never the reference solution. Every failure says what was expected and the likely mistake, in
+the chapter's words.
 
-Every point is earned by values the learner's code computes on fresh inputs, with the grader's
-own matrix copied into the layer's weight. What its process reports about itself (the
-weight's type, whether an input was changed in place) earns its points behind the rules
-(``test_weight_is_a_parameter``, ``test_ids_are_left_unchanged`` call ``bans.certify``;
-docs/threat-model.md). The built-in ban is judged from the submitted source alone
-(``autograder/suites/bans.py``), outside the learner's reach. The meta-device pass (no GPU)
-only ever takes points away, and never from correct code: its tensors keep their values
-behind them (tests/test_meta_pass.py).
+Every point is earned by values the learner's code computes, with the grader's own matrix
+copied into the layer's weight. What its process reports about itself (the weight's type, an
+input changed in place) earns points behind the rules (``bans.certify``; docs/threat-model.md);
+the built-in ban is judged from the submitted source alone (``autograder/suites/bans.py``). The
+meta-device pass only ever takes points away, never from correct code (tests/test_meta_pass.py).
 """
 
 from __future__ import annotations

@@ -2,20 +2,16 @@
 
 The learner's ``Embedding.reset_parameters``, ``scale_output``, ``expected_dot_std`` and
 ``GPT2.init_weights`` run with every other stage's functions replaced by public scaffolds
-(``autograder/sandboxed/scaffolds.py``), never the reference solution; its tie_weights copies
-instead of tying, which the untied models graded here never see. Random draws cannot be
-compared with lumen's number for number (a correct solution may draw in another order), so the
-statistical checks compare sample statistics (the spread, the mean and the shape of the
-distribution) with the chapter's N(0, std^2), with bounds derived from the sample size (see
-``_misfit``); the rest is exact.
+(``autograder/sandboxed/scaffolds.py``), whose tie_weights copies (the models here are untied).
+A correct solution may draw in another order than lumen, so the statistical checks compare the
+sample's spread, mean and shape with the chapter's N(0, std^2), within bounds derived from the
+sample size (``_misfit``) and computed here, the draws' dtype included; the rest is exact.
 
-The statistics are those of the draws the learner's code makes, which are the thing under
-test: producing draws that fit is what reset_parameters and init_weights are for, and every
-bound they are held to is computed here (their dtype included: a reset after ``.double()``
-draws float64). Two requirements (reset_parameters refills the SAME Parameter, so that an
-optimiser built before it moves the new rows; scale_output leaves its input alone) are
-observed in the learner's process: those checks earn their points behind the rules
-(``bans.certify``; docs/threat-model.md).
+The draws the learner's code makes are the thing under test: drawing numbers that fit is what
+reset_parameters and init_weights are for. Two requirements are observed in the learner's
+process (reset_parameters refills the SAME Parameter, so an optimiser built before it moves
+the new rows; scale_output leaves its input alone): those checks earn their points behind the
+rules (``bans.certify``; docs/threat-model.md).
 """
 
 from __future__ import annotations

@@ -1,20 +1,16 @@
 """Hidden tests, stage 'onehot': one_hot(ids) @ E selects the rows of E.
 
-Compared with lumen on fresh seeded inputs, exactly (torch.equal) in every dtype: a one-hot
-vector holds only zeros and ones, so the product adds exact zeros to one copied number and
-even float32 or bfloat16 has no rounding to forgive. Every failure says what was expected and
-the likely mistake, in the chapter's words.
+Compared with lumen on fresh seeded inputs, exactly (torch.equal) in every dtype: the product
+adds exact zeros to one copied number, so even bfloat16 has no rounding to forgive. Every
+failure says what was expected and the likely mistake, in the chapter's words. The ids never
+hold the last class, V - 1 (except in the ban's test, which judges the ban alone), so a length
+guessed from ids.max() + 1 always shows.
 
-The ids of every test but the ban's never hold the last class, V - 1, so a length guessed
-from ids.max() + 1 always shows (and never by luck of the draw); the ban's hold every class,
-so that it judges the ban alone.
-
-Every point is earned by the values (and the dtype, device and shape) the learner's code
-returns on fresh ids; the one exception is the F.one_hot ban, judged from the submitted source
-alone (``autograder/suites/bans.py``), outside the learner's reach. Two checks earn their
-points behind the rules (``bans.certify``; docs/threat-model.md): that the inputs are left as
-they were (reported by the learner's process), and that embed_via_onehot is a product (its
-NaN columns, which only a costlier imitation of the product gives too).
+Every point is earned by what the learner's code returns on fresh ids (values, dtype, device,
+shape), except the F.one_hot ban, judged from the submitted source alone
+(``autograder/suites/bans.py``). Two checks earn their points behind the rules
+(``bans.certify``; docs/threat-model.md): that the inputs are left as they were, and that
+embed_via_onehot is a product (its NaN columns, which only a costlier imitation gives too).
 """
 
 from __future__ import annotations

@@ -1,22 +1,17 @@
 """Hidden tests, stage 'tying': one matrix for the embedding and the output layer.
 
 The learner's ``GPT2.tie_weights`` runs inside their GPT2, with every other stage's functions
-(Embedding, the initialisation) replaced by public scaffolds (``autograder/sandboxed/
-scaffolds.py``: the lookup through F.embedding, GPT-2's standard deviations drawn uniformly),
-never the reference solution, on tiny configs so that a build takes milliseconds. Tied means
-``lm_head.weight`` IS ``wte.weight``. Every failure says what was expected and the likely
-mistake, in the chapter's words.
+replaced by public scaffolds (``autograder/sandboxed/scaffolds.py``), on tiny configs. Tied
+means ``lm_head.weight`` IS ``wte.weight``. Every failure says what was expected and the
+likely mistake, in the chapter's words.
 
-Every state compared against is the grader's: ``values.grader_state`` draws a checkpoint from
-this run's seeded generator (the shared matrix stored once, as wte.weight), the probe loads it
-into the learner's model with load_state_dict, and the expected logits are lumen's GPT-2
-holding the same checkpoint, computed here. So the points are earned by what a tied model
-computes: loading wte.weight alone loads the head (h @ E^T, also after ``.to()``), the tie
-keeps the embedding's matrix, and an untied model keeps two. Whether the head is the very same
-Parameter (the logits follow an in-place change of wte.weight, its .grad holds both uses, one
-SGD step over ``parameters()`` moves it once) is observed in the learner's process: those
-checks earn their points behind the rules (``bans.certify``; docs/threat-model.md). The facts
-a probe reports (same object, same storage, the parameter count) only pick the message.
+Every state compared against is the grader's: ``values.grader_state`` draws a checkpoint (the
+shared matrix stored once, as wte.weight), the probe loads it into the learner's model, and
+the expected logits are lumen's GPT-2 on the same checkpoint. So points are earned by what a
+tied model computes (loading wte.weight alone loads the head, also after ``.to()``; the tie
+keeps the embedding's matrix; an untied model keeps two). That the head is the very same
+Parameter is observed in the learner's process, so those checks earn their points behind the
+rules (``bans.certify``; docs/threat-model.md); the facts a probe reports only pick the message.
 """
 
 from __future__ import annotations

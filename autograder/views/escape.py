@@ -1,23 +1,16 @@
 """Learner-derived text, escaped for the file it lands in: one function per kind of output.
 
-``untrusted.clean_text`` makes text from learner code *visible* (no live control characters)
-where it arrives. That is not enough where the text is written next: a learner id
-``=HYPERLINK(...)`` is a formula once a spreadsheet opens grades.csv, ``<script>`` is a tag in
-summary.md, ``# Top`` is a heading. Learner-derived means: submission folder and zip names
-(the learner ids), notebook and file names, and anything from the learner's files or process.
-Every writer passes such text through the function for its output, and only that:
+``boundary/clean.py`` makes learner text *visible* where it arrives; that is not enough where
+it is written next (``=HYPERLINK(...)`` is a formula in a spreadsheet, ``<script>`` a tag in
+summary.md). Learner-derived means submission names, notebook and file names, and anything
+from the learner's files or process. Every writer passes it through its output's function:
+``csv_text`` for a CSV cell (``csv_number`` for the grader's numbers, never escaped);
+``markdown_text`` / ``markdown_inline`` for Markdown (summary.md, nbgrade's notes in a
+notebook); ``terminal`` for a terminal (the ``grade`` report, feedback.txt, batch progress).
 
-- ``csv_text`` for a CSV cell (grades.csv, the gradebook exports, nbgrade's stages.csv);
-  ``csv_number`` for the numbers the grader produced, which are never escaped;
-- ``markdown_text`` / ``markdown_inline`` for Markdown (summary.md, the notes nbgrade writes
-  into a learner's notebook, which nbgrader renders into the feedback HTML; the learner's own
-  Markdown there is cleaned as HTML by ``nbgrade.safe_html``);
-- ``terminal`` for what a terminal shows (the ``grade`` report, feedback.txt, batch progress).
-
-``csv_text`` and ``terminal`` leave honest names and texts as they are, so an honest class's
-CSVs and reports are byte for byte what they were; the Markdown escapes change summary.md's
-bytes (``carol\\_2``) but not what it renders. Escaping twice escapes nothing more, except in
-Markdown, whose writers escape once.
+``csv_text`` and ``terminal`` leave honest text as it is, so an honest class's CSVs and reports
+are unchanged; the Markdown escapes change summary.md's bytes (``carol\\_2``) but not what it
+renders. Escaping twice escapes nothing more, except in Markdown, whose writers escape once.
 """
 
 from __future__ import annotations
@@ -105,7 +98,7 @@ def markdown_inline(text: object, limit: int | None = None) -> str:
 
 def terminal(text: object, limit: int | None = None, keep_lines: bool = False) -> str:
     """Learner-derived text for a terminal: escape sequences, carriage returns and bidi
-    overrides shown as ``\\x1b``-style text, never live (``untrusted.clean_text``); kept
+    overrides shown as ``\\x1b``-style text, never live (``boundary/clean.clean_text``); kept
     whole unless ``limit`` is given. ``keep_lines``: printed output keeps its lines."""
     return clean_text(text, limit=limit or 1 << 30, keep_lines=keep_lines)
 

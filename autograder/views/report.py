@@ -1,7 +1,7 @@
 """Scores and reports: Gradescope's results.json, the terminal report, JUnit XML.
 
 All three are views of one ``Grade`` (autograder/results.py), computed once from the verdicts
-and the rubric. Text from learner code arrives cleaned (``untrusted.clean_reply``); the writers
+and the rubric. Text from learner code arrives cleaned (``boundary/clean.clean_reply``); the writers
 still never raise on any string: a lone surrogate is replaced, and JUnit drops what XML 1.0
 cannot hold. The terminal report passes every learner-derived string (the submission's name,
 messages, printed output, notes on the files) through ``escape.terminal`` once more, so text

@@ -1,20 +1,18 @@
 """The one seam between the self-check tests and the code they check.
 
 Tests never import your code themselves: they take the modules from the fixtures below
-(``embeddings``, ``params``, ``gpt2``, ``vectors``, ``tokenizer``), which come from the
-``exercises`` package, yours. ``--impl=PACKAGE`` (or the environment variable
-``LUMEN_IMPL=PACKAGE``) points every test at another package with the same files, such as the
-course's reference: ``pytest exercises --impl=lumen``.
-
+(``embeddings``, ``params``, ``gpt2``, ``vectors``, ``tokenizer``), from the ``exercises``
+package, yours. ``--impl=PACKAGE`` (or ``LUMEN_IMPL=PACKAGE``) points every test at another
+package with the same files, such as the reference: ``pytest exercises --impl=lumen``.
 Run one stage at a time, in the chapter's order, from the folder that holds exercises/::
 
     pytest exercises -m embedding
 
-A stage may use the stages before it, never the ones after it: while a test of an earlier
-stage runs, the few later-stage functions it passes through (``Embedding.reset_parameters``,
-``Embedding.scale_output``, ``GPT2.init_weights``) are replaced by neutral stand-ins, so that
-'embedding' can pass before 'init' is written. A stub you have not written yet fails its tests
-with "not implemented yet", naming the function and its stage.
+A stage may use the stages before it, never the ones after it: while an earlier stage's test
+runs, the later-stage functions it passes through (``Embedding.reset_parameters``,
+``Embedding.scale_output``, ``GPT2.init_weights``) are neutral stand-ins, so 'embedding' can
+pass before 'init' is written. A stub not written yet fails its tests with "not implemented
+yet", naming the function and its stage.
 """
 
 from __future__ import annotations

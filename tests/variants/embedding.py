@@ -465,8 +465,8 @@ MISTAKES = {
         '''},
         "test_no_builtin_embedding", "import threading",
     ),
-    # Was a correct variant until ids were sent at the edges of their dtype (issue 16): right
-    # on small tables, it refuses every uint8 id of a 300-row table (300 wraps to 44 in uint8).
+    # Right on small tables, wrong at the edges of the ids' dtype, which the hidden checks
+    # send: it refuses every uint8 id of a 300-row table (300 wraps to 44 in uint8).
     "a range check made in the ids' own dtype (vocab_size wraps in uint8, int8, int16)": (
         {"embeddings:check_ids": '''
             def check_ids(ids, vocab_size):

@@ -82,8 +82,8 @@ MISTAKES = {
         '''},
         "test_one_hot_rows", "a batch of one sequence",
     ),
-    # Was a correct variant until ids were sent at the edges of their dtype (issue 16): right
-    # with few classes, it refuses every uint8 id when num_classes is 300 (300 wraps to 44).
+    # Right with few classes, wrong at the edges of the ids' dtype, which the hidden checks
+    # send: it refuses every uint8 id when num_classes is 300 (300 wraps to 44).
     "an inline range check in the ids' own dtype (num_classes wraps in uint8 and int8)": (
         {"embeddings:one_hot": '''
             def one_hot(ids, num_classes, dtype=torch.float32):

@@ -1,20 +1,16 @@
 """Every behavioural promise the stubs' docstrings make, each with the checks that hold it.
 
 One module per stage (``promises/<stage>.py``) holds a ``PROMISES`` list; ``ALL`` joins them in
-stage order. A row names the owned function (as ``lumen.stages`` does: ``"module:Qualified.name"``),
-the docstring sentence it stands for, the inputs the hidden check sends, the hidden test that
-checks it (``autograder/suites/test_<stage>.py::test_name``) and the visible test that exercises
-it on other inputs (``exercises/tests/test_<stage>.py::test_name``). ``tests/test_promises.py``
-fails when a docstring promise has no row, or a row names a check that does not exist.
+stage order. A row names the owned function (``"module:Qualified.name"``, as ``lumen.stages``),
+the docstring sentence it stands for, the inputs the hidden check sends, the hidden test
+(``autograder/suites/test_<stage>.py::test_name``), the visible test
+(``exercises/tests/test_<stage>.py::test_name``), and may name the **edge classes** its check
+sends (``EDGES``) and its **mutant** (a known mistake of ``tests/variants/<stage>.py``).
 
-Each row may also name the **edge classes** its check sends (``EDGES``: the inputs where a
-plausible mistake bites, a size-1 dimension, a dtype other than float64, a record built by
-hand, ...) and its **mutant**: the known mistake in ``tests/variants/<stage>.py``'s MISTAKES
-that breaks this promise alone. ``tests/test_promises.py``'s ``applicable`` says which classes
-apply to an owned function and fails when a row's check does not send one (its ``GAPS`` name
-the few not sent yet, and why), or when a row's mutant is not a known mistake;
-``make promise-mutants`` grades each mutant and requires it to lose points at its row's check,
-on its own stage only.
+``tests/test_promises.py`` fails when a promise has no row, a row names a check that does not
+exist, a check does not send an edge class that applies (save its ``GAPS``) or a mutant is not
+a known mistake; ``make promise-mutants`` requires each mutant to lose points at its row's
+check, on its own stage only.
 """
 
 from __future__ import annotations
