@@ -185,6 +185,7 @@ SCHEMAS: dict[str, object] = {
     "embedding_init": {"weight": ANY},
     "embedding_reset": {"same_object": bool, "rows": ANY, "after": ANY},
     "embedding_scale": {"out": ANY, "input_after": ANY, "grad": ANY},
+    "embedding_on_device": {"out": ANY},
     "expected_dot_std": {"value": Maybe(float), "type": str},
     "gpt2_init": {"state": STATE},
     # given code as the learner wrote it (the probes' last section)

@@ -25,10 +25,12 @@ import torch
 from autograder.suites import bans, values
 from autograder.suites.feedback import (
     Mistake,
+    checked_devices,
     describe_error,
     expect_tensor,
     remembered,
     unwrap,
+    unwrap_meta,
     verdict_of,
 )
 from lumen import gpt2 as ref
@@ -51,10 +53,12 @@ VISIBLE: dict[str, tuple[str, ...]] = {
     "test_std_none_means_inverse_sqrt_d": ("test_std_none_means_one_over_sqrt_d",
                                            "test_std_zero_means_zeros"),
     "test_rows_are_not_identical": ("test_rows_start_small_and_random",),
-    "test_reset_refills_in_place": ("test_reset_parameters_refills_in_place",),
+    "test_reset_refills_in_place": ("test_reset_parameters_refills_in_place",
+                                    "test_reset_and_scale_stay_on_the_layers_device"),
     "test_scale_output": ("test_scale_output_multiplies_by_sqrt_d",
                           "test_scale_output_gradient_and_input",
-                          "test_scale_output_keeps_dtype_and_shape"),
+                          "test_scale_output_keeps_dtype_and_shape",
+                          "test_reset_and_scale_stay_on_the_layers_device"),
     "test_scale_output_leaves_its_input": ("test_scale_output_gradient_and_input",),
     "test_expected_dot_std": ("test_expected_dot_std_is_the_chapters_formula",
                               "test_the_prediction_matches_a_measurement"),
@@ -187,6 +191,30 @@ def _weight(learner, seed: int, what: str, vocab_size: int = V, d_model: int = D
 
 
 @remembered
+def _on_devices(learner, seed: int, gen: torch.Generator, devices: list[str], method: str,
+                like: torch.Tensor) -> None:
+    """``method`` (reset_parameters, or scale_output with scale=True) on an Embedding(V, D)
+    moved to each device of the device pass (``checked_devices``): its result stays there, in
+    ``like``'s shape and dtype. On the meta device an error the CPU shares is judged there."""
+    x = torch.randn(3, D, generator=gen)
+    for device in checked_devices(devices):
+        what = (f"Embedding({V}, {D}, scale=True).{method}("
+                + ("" if method == "reset_parameters" else "x of shape (3, 64)")
+                + f") on a layer moved to {device}")
+
+        def call(device: str):
+            return learner.call("embedding_on_device", seed=seed, vocab_size=V, d_model=D,
+                                std=0.02, x=x, method=method, device=device)
+
+        result = (unwrap_meta(call(device), what, MODULE, on_cpu=lambda: call("cpu"))
+                  if device == "meta" else unwrap(call(device), what, MODULE))
+        if result is not None:
+            out = expect_tensor(result["out"], what, device=device)
+            if tuple(out.shape) != tuple(like.shape) or out.dtype != like.dtype:
+                raise Mistake(f"{what}: shape {tuple(out.shape)} {out.dtype}, expected "
+                              f"{tuple(like.shape)} {like.dtype}")
+
+
 def test_reset_parameters_uses_std(learner, seed, gen):
     """reset_parameters draws the rows from N(0, std^2) with the layer's own std (normal
     draws: a uniform fill or a pattern of the right std fails too), in the weight's dtype: run
@@ -278,10 +306,12 @@ def test_rows_are_not_identical(learner, seed, gen):
         )
 
 
-def test_reset_refills_in_place(learner, seed, gen, grading):
-    """reset_parameters refills the existing Parameter in place (the same object and dtype)
+def test_reset_refills_in_place(learner, seed, gen, grading, devices):
+    """reset_parameters refills the existing Parameter in place (the same object, dtype and
+    device)
 
-    The layer is converted to float64 and an SGD
+    On a layer moved to each device of the run, the weight stays there. The layer is
+    converted to float64 and an SGD
     optimiser is built on layer.parameters() before the reset; the rows forward returns after
     it must be float64, fit N(0, std^2), and move with the optimiser's step (it holds the old
     Parameter: a new one is out of its reach). All of it is computed in the learner's process,
@@ -320,6 +350,7 @@ def test_reset_refills_in_place(learner, seed, gen, grading):
     problem = _misfit(rows, std)
     if problem is not None:
         raise Mistake(f"{what}: the refilled weight {problem}: {RESET}")
+    _on_devices(learner, seed, gen, devices, "reset_parameters", torch.empty(V, D))
     bans.certify(grading.files, "the Parameter refilled in place")
 
 
@@ -371,10 +402,10 @@ def _scale_call(d: int, scale: bool, rows: tuple, dtype: torch.dtype) -> str:
             f"{str(dtype).removeprefix('torch.')}")
 
 
-def test_scale_output(learner, seed, gen):
+def test_scale_output(learner, seed, gen, devices):
     """scale_output multiplies by sqrt(d_model) exactly once when scale=True, else returns x's
-    values; its gradient with respect to x is sqrt(d_model), or 1; in x's dtype and shape,
-    for float64, float32 and bfloat16 rows, one row, none, or many"""
+    values; its gradient with respect to x is sqrt(d_model), or 1; in x's dtype, shape and
+    device, for float64, float32 and bfloat16 rows, one row, none, or many"""
     for d, scale, rows, dtype in SCALE_CASES:
         x = torch.randn(*rows, d, generator=gen, dtype=torch.float64).to(dtype)
         upstream = torch.randn(*rows, d, generator=gen, dtype=torch.float64).to(dtype)
@@ -405,6 +436,7 @@ def test_scale_output(learner, seed, gen):
         ratio = float((out.double() / x.double()).median())
         raise Mistake(f"{what} multiplied x by about {ratio:.4g}, expected sqrt(d_model) = "
                       f"{math.sqrt(d):.4g}")
+    _on_devices(learner, seed, gen, devices, "scale_output", torch.empty(3, D))
 
 
 def test_scale_output_leaves_its_input(learner, seed, gen, grading):

@@ -191,6 +191,20 @@ def test_scale_output_keeps_dtype_and_shape(embeddings, shape, dtype, scale):
     )
 
 
+def test_reset_and_scale_stay_on_the_layers_device(embeddings, other_device):
+    device = other_device.name
+    layer = other_device.to(embeddings.Embedding(20, 16, 0.02, True))
+    x = other_device.to(torch.randn(3, 16))
+    weight = other_device.run(lambda: (layer.reset_parameters(), layer.weight)[1])
+    out = other_device.run(lambda: layer.scale_output(x))
+    assert weight.device.type == device and out.device.type == device, (
+        f"on a layer moved to {device}, reset_parameters left the weight on {weight.device} "
+        f"and scale_output returned rows on {out.device}: refill the weight in place and "
+        "multiply by a Python float, so both stay on the layer's device (no tensor made on a "
+        "fixed device)"
+    )
+
+
 def test_gpt2_initialisation(gpt2):
     n_layers = 4
     config = gpt2.GPT2Config(vocab_size=500, n_ctx=64, d_model=64, n_layers=n_layers, n_heads=4)

@@ -520,4 +520,23 @@ MISTAKES.update({
         '''},
         "test_gpt2_biases_and_layernorm", "not left to the LayerNorm's constructor",
     ),
+    # Issue 29: devices. Each runs on the CPU; on a layer moved to a GPU (or the meta device
+    # of a CPU-only grader's device pass) it makes or leaves a tensor on the CPU.
+    "reset_parameters puts a weight drawn on the CPU in place of the old one": (
+        {"embeddings:Embedding.reset_parameters": '''
+            def reset_parameters(self):
+                std = self.std if self.std is not None else 1.0 / math.sqrt(self.d_model)
+                self.weight.data = torch.randn(self.weight.shape, dtype=self.weight.dtype) * std
+        '''},
+        "test_reset_refills_in_place", "reset_parameters() on a layer moved to",
+    ),
+    "scale_output multiplies by a one-element CPU tensor": (
+        {"embeddings:Embedding.scale_output": '''
+            def scale_output(self, x):
+                if not self.scale:
+                    return x
+                return x * torch.full((1,), math.sqrt(self.d_model), dtype=x.dtype)
+        '''},
+        "test_scale_output", "the same call on CPU tensors ran",
+    ),
 })

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
-from .shared import SGD, _attempt, _build, _own_dict
+from .shared import SGD, _attempt, _build, _own_dict, on_meta
 
 
 def _state(model: nn.Module) -> dict:
@@ -77,6 +77,24 @@ def embedding_scale(m, d_model, scale, x, grad, vocab_size=10):
     if isinstance(out, torch.Tensor) and out.requires_grad:  # else: cut off from x
         result["grad"] = _attempt(lambda: _gradient(out, leaf, grad))
     return result
+
+
+def embedding_on_device(m, vocab_size, d_model, std, x, method, device):
+    """``reset_parameters()`` (its weight afterwards) or ``scale_output(x)`` (what it returns)
+    on a layer with scale=True moved to ``device``, with ``x``; on the meta device with the
+    values kept behind them (``on_meta``). Only where the result lives is judged."""
+    cls = m["embeddings"].Embedding
+    layer = cls(vocab_size, d_model, std=std, scale=True)
+
+    def call(x: torch.Tensor) -> dict:
+        if method == "reset_parameters":
+            layer.reset_parameters()
+            return {"out": layer.weight.detach()}
+        return {"out": cls.scale_output(layer, x)}
+
+    if device == "meta":
+        return on_meta(call, x, module=layer)
+    return call(x.to(device)) if layer.to(device) is not None else None
 
 
 def _gradient(out: torch.Tensor, leaf: torch.Tensor, grad: torch.Tensor) -> torch.Tensor | None:
@@ -206,5 +224,5 @@ def gpt2_as_shipped(m, config):
 #: This stage's probes, by the names its suite calls (the registry: probes/__init__.py).
 PROBES = (
     embedding_init, embedding_reset, embedding_scale, expected_dot_std, gpt2_init,
-    embedding_as_shipped, gpt2_as_shipped,
+    embedding_as_shipped, gpt2_as_shipped, embedding_on_device,
 )

@@ -58,6 +58,14 @@ PROMISES: list[Promise] = [
             "test_init.py::test_reset_parameters_uses_std",
             "test_init.py::test_reset_parameters_refills_in_place",
             mutant='reset puts a new float32 tensor in .data'),
+    Promise(RESET, "of the same dtype and device (the layer may have been converted with "
+            "``.double()``)",
+            "Embedding(500, 64) moved to every device of the run (the GPU, else the meta "
+            "device with its values kept), reset again: its weight still there",
+            "test_init.py::test_reset_refills_in_place",
+            "test_init.py::test_reset_and_scale_stay_on_the_layers_device",
+            mutant="reset_parameters puts a weight drawn on the CPU in place of the old one",
+            edges=('devices',)),
     Promise(RESET, "and not recorded by autograd (``torch.no_grad()``), so that the weight "
             "stays a trainable leaf",
             f"{LAYER}: the weight requires grad when reset_parameters runs, so an in-place fill "
@@ -100,9 +108,10 @@ PROMISES: list[Promise] = [
             mutant='scale_output computed in float64 (x.double())',
             edges=('float dtypes',)),
     Promise(SCALE, "``x``'s shape, in ``x``'s dtype (no ``.double()`` or ``.float()``)",
-            f"{SWEEP}: shape and dtype of the output", "test_init.py::test_scale_output",
+            f"{SWEEP}: shape and dtype of the output; (3, 64) rows of a layer moved to every "
+            "device of the run: the output there", "test_init.py::test_scale_output",
             "test_init.py::test_scale_output_keeps_dtype_and_shape",
-            mutant="scale_output's width read as x.shape[2]"),
+            mutant="scale_output's width read as x.shape[2]", edges=('devices',)),
     Promise(SCALE, "``x``'s own values when ``scale`` is off (``x`` itself will do).",
             "scale off on (3, 5, 16) float64 and (4, 12) float32: exactly x's values, gradient "
             "1 (a copy passes too)", "test_init.py::test_scale_output",
