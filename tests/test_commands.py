@@ -93,6 +93,10 @@ HOW: dict[str, Run] = {
     "make release": Run(tier="full",
                         quick=("make -n release", "python -m solutions.release --help")),
     "make stubs": Run(tier="full", quick=("make -n stubs",)),
+    "make new-stage": Run(tier="elsewhere", by="tests/test_new_stage.py::"
+                          "test_it_writes_and_registers_every_piece_and_the_tests_name_what_is_left",
+                          quick=("make -n new-stage STAGE=embedding",
+                                 "python -m solutions.new_stage --help")),
     "make handout": Run(tier="full", first=r"build/handout\.zip",
                         quick=("make -n handout", "python -m solutions.handout --help")),
     "make gradescope": Run(first=r"build/autograder\.zip"),
