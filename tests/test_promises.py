@@ -240,16 +240,12 @@ def applicable(owned: str) -> set[str]:
     return found
 
 
-_CPU_ONLY = ("GPT2's initialisation checks run on the CPU; no device pass (GPU or meta) "
-             "sends a model yet")
-
 #: Edge classes that apply to a function but that no check sends yet, each with why: the
 #: debt, in one place. A gap that a row closes fails the test until it is removed here.
 GAPS: dict[tuple[str, str], str] = {
     ("embeddings:_top_k", "mixed dtypes"): "E and query meet in _top_k only as cosine_neighbours "
                                            "passes them, in E's dtype (its row sends a float64 "
                                            "query vector there)",
-    ("gpt2:GPT2.init_weights", "devices"): _CPU_ONLY,
 }
 
 

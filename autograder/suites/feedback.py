@@ -191,6 +191,11 @@ def expect_error(outcome: Outcome, what: str, kinds: tuple[str, ...], why: str,
     return outcome.error
 
 
+def device_of(value: torch.Tensor | MetaTensor) -> str:
+    """Where a tensor of a reply lived in the learner's process ("cuda:0", "meta", "cpu")."""
+    return str(value.device.type if isinstance(value, MetaTensor) else value.remote_device)
+
+
 def expect_tensor(value: object, what: str, like: torch.Tensor | None = None,
                   device: str | None = None) -> torch.Tensor | MetaTensor:
     """``value`` must be a tensor (of ``like``'s shape and dtype, on ``device``). A tensor on
@@ -213,8 +218,8 @@ def expect_tensor(value: object, what: str, like: torch.Tensor | None = None,
                 "(no float32 default, no .float())"
             )
     if device is not None:
-        where = value.device.type if isinstance(value, MetaTensor) else value.remote_device
-        if not str(where).startswith(device):
+        where = device_of(value)
+        if not where.startswith(device):
             raise Mistake(
                 f"{what} came back on {where} for inputs on {device}: create new tensors on "
                 "the inputs' device (device=ids.device), never a hard-coded one"

@@ -22,11 +22,13 @@ from statistics import NormalDist
 import numpy as np
 import torch
 
+from autograder.sandboxed.protocol import MetaTensor
 from autograder.suites import bans, values
 from autograder.suites.feedback import (
     Mistake,
     checked_devices,
     describe_error,
+    device_of,
     expect_tensor,
     remembered,
     unwrap,
@@ -63,7 +65,8 @@ VISIBLE: dict[str, tuple[str, ...]] = {
     "test_expected_dot_std": ("test_expected_dot_std_is_the_chapters_formula",
                               "test_the_prediction_matches_a_measurement"),
     "test_gpt2_weight_stds": ("test_gpt2_initialisation", "test_untied_head_initialisation",
-                              "test_init_weights_keeps_the_dtype"),
+                              "test_init_weights_keeps_the_dtype",
+                              "test_init_weights_keeps_the_models_device"),
     "test_gpt2_biases_and_layernorm": ("test_gpt2_initialisation",
                                        "test_init_weights_sets_every_parameter_again"),
     "test_embedding_keeps_its_draw_as_you_wrote_it": (
@@ -569,9 +572,10 @@ def _stds_hint(name: str, kind: str, std: float, weight: torch.Tensor) -> str:
 
 
 @remembered
-def test_gpt2_weight_stds(learner, seed, gen):
+def test_gpt2_weight_stds(learner, seed, gen, devices):
     """init_weights: wte 0.02, wpe 0.01, Linear 0.02 (lm_head too, untied), c_proj
-    0.02/sqrt(2 n_layers), all normal draws; run again after .to(float64), the same"""
+    0.02/sqrt(2 n_layers), all normal draws; run again after .to(float64), the same; run again
+    on a model moved to another device, every parameter stays there"""
     for dtype in (None, torch.float64):
         state = _state(learner, seed, dtype)
         for name, (kind, std) in _plan(CONFIG).items():
@@ -585,6 +589,38 @@ def test_gpt2_weight_stds(learner, seed, gen):
                 hint = _stds_hint(name, kind, std, state[name])
                 raise Mistake(f"{_model(dtype)}: after init_weights, {name} ({kind}) {problem}: "
                               f"{hint}")
+    _gpt2_on_devices(learner, seed, devices)
+
+
+def _gpt2_on_devices(learner, seed: int, devices: list[str]) -> None:
+    """init_weights run again on the GPT2 moved to each device of the device pass
+    (``checked_devices``): every tensor of its state_dict stays there."""
+    for device in checked_devices(devices):
+        what = f"{_model(None)} moved to {device}, then init_weights() again"
+
+        def call(device: str):
+            return learner.call("gpt2_on_device", seed=seed, config=CONFIG, device=device)
+
+        result = (unwrap_meta(call(device), what, "gpt2", on_cpu=lambda: call("cpu"))
+                  if device == "meta" else unwrap(call(device), what, "gpt2"))
+        if result is None:
+            continue
+        state = result["state"]
+        if not isinstance(state, dict):
+            raise Mistake(f"{what}: the model's state_dict is a {type(state).__name__}")
+        for name, tensor in state.items():
+            if not isinstance(tensor, torch.Tensor | MetaTensor):
+                raise Mistake(f"{what}: {name} in its state_dict is a {type(tensor).__name__}, "
+                              "not a torch.Tensor")
+        elsewhere = [name for name, tensor in state.items()
+                     if not device_of(tensor).startswith(device)]
+        if elsewhere:
+            where = device_of(state[elsewhere[0]])
+            raise Mistake(
+                f"{what}: {elsewhere[0]} is on {where} afterwards, expected {device}. "
+                "init_weights fills each parameter in place (nn.init.normal_, zeros_, ones_), "
+                "which keeps its dtype and device: a tensor made on a fixed device and put in "
+                ".data moves the parameter off the model's device")
 
 
 def test_gpt2_biases_and_layernorm(learner, seed, gen):

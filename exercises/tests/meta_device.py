@@ -100,12 +100,21 @@ class MetaWithValues(TorchDispatchMode):
         return self.pair(torch.empty(t.shape, dtype=t.dtype, device="meta"), t.clone())
 
     def move(self, module: nn.Module) -> nn.Module:
-        """``module`` moved to the meta device, its parameters' and buffers' values kept."""
-        tensors = [*module.parameters(), *module.buffers()]
-        values = [t.detach().clone() for t in tensors]
-        module.to("meta")
-        for t, kept in zip([*module.parameters(), *module.buffers()], values, strict=True):
-            self.pair(t, kept)
+        """``module`` moved to the meta device, its parameters' and buffers' values kept. Each
+        tensor is moved once, so one that two modules share (a tied head) stays one tensor;
+        ``module.to("meta")`` would give each module its own copy."""
+        moved: dict[int, torch.Tensor] = {}
+        for sub in module.modules():
+            for table in (sub._parameters, sub._buffers):
+                for name, t in list(table.items()):
+                    if t is None:
+                        continue
+                    if id(t) not in moved:
+                        meta = torch.empty(t.shape, dtype=t.dtype, device="meta")
+                        if isinstance(t, nn.Parameter):
+                            meta = nn.Parameter(meta, requires_grad=t.requires_grad)
+                        moved[id(t)] = self.pair(meta, t.detach().clone())
+                    table[name] = moved[id(t)]
         return module
 
     def values(self, x: torch.Tensor) -> torch.Tensor | None:

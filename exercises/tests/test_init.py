@@ -205,6 +205,19 @@ def test_reset_and_scale_stay_on_the_layers_device(embeddings, other_device):
     )
 
 
+def test_init_weights_keeps_the_models_device(gpt2, other_device):
+    device = other_device.name
+    config = gpt2.GPT2Config(vocab_size=50, n_ctx=16, d_model=32, n_layers=2, n_heads=4)
+    model = other_device.to(gpt2.GPT2(config))
+    other_device.run(model.init_weights)  # again, on the model's new device
+    moved = [name for name, p in model.named_parameters() if p.device.type != device]
+    assert not moved, (
+        f"on a model moved to {device}, init_weights() left {moved[0]} elsewhere: fill each "
+        "parameter in place (nn.init.normal_, zeros_, ones_), which keeps its device; a tensor "
+        "made on a fixed device and put in .data moves the parameter off the model's device"
+    )
+
+
 def test_gpt2_initialisation(gpt2):
     n_layers = 4
     config = gpt2.GPT2Config(vocab_size=500, n_ctx=64, d_model=64, n_layers=n_layers, n_heads=4)

@@ -539,4 +539,23 @@ MISTAKES.update({
         '''},
         "test_scale_output", "the same call on CPU tensors ran",
     ),
+    "init_weights puts weights drawn on the CPU in .data": (
+        {"gpt2:GPT2.init_weights": '''
+            def init_weights(self):
+                residual_std = 0.02 / math.sqrt(2 * self.config.n_layers)
+                for name, module in self.named_modules():
+                    if isinstance(module, nn.Linear):
+                        std = residual_std if name.endswith("c_proj") else 0.02
+                        w = module.weight
+                        w.data = torch.randn(w.shape, dtype=w.dtype) * std
+                        if module.bias is not None:
+                            nn.init.zeros_(module.bias)
+                    elif isinstance(module, nn.LayerNorm):
+                        nn.init.ones_(module.weight)
+                        nn.init.zeros_(module.bias)
+                nn.init.normal_(self.wte.weight, mean=0.0, std=0.02)
+                nn.init.normal_(self.wpe.weight, mean=0.0, std=0.01)
+        '''},
+        "test_gpt2_weight_stds", "init_weights() again",
+    ),
 })

@@ -97,6 +97,22 @@ def embedding_on_device(m, vocab_size, d_model, std, x, method, device):
     return call(x.to(device)) if layer.to(device) is not None else None
 
 
+def gpt2_on_device(m, config, device):
+    """A GPT2 moved to ``device`` (to the meta device with its values kept behind it,
+    ``on_meta``), then ``init_weights()`` again: its state_dict, every tensor of which must
+    still be there. Only where the tensors live is judged."""
+    model = _build(m, config)
+
+    def call() -> dict:
+        model.init_weights()
+        return {"state": dict(model.state_dict())}
+
+    if device == "meta":
+        return on_meta(call, module=model)
+    model.to(device)
+    return call()
+
+
 def _gradient(out: torch.Tensor, leaf: torch.Tensor, grad: torch.Tensor) -> torch.Tensor | None:
     """The gradient of sum(out * grad) that reaches ``leaf``."""
     (out * grad.to(out.dtype)).sum().backward()
@@ -224,5 +240,5 @@ def gpt2_as_shipped(m, config):
 #: This stage's probes, by the names its suite calls (the registry: probes/__init__.py).
 PROBES = (
     embedding_init, embedding_reset, embedding_scale, expected_dot_std, gpt2_init,
-    embedding_as_shipped, gpt2_as_shipped, embedding_on_device,
+    embedding_as_shipped, gpt2_as_shipped, embedding_on_device, gpt2_on_device,
 )

@@ -175,6 +175,14 @@ PROMISES: list[Promise] = [
             "test_init.py::test_gpt2_weight_stds",
             "test_init.py::test_init_weights_keeps_the_dtype",
             mutant='init_weights puts new float32 tensors in .data'),
+    Promise(INIT, "each parameter keeps its dtype and device (``.data = torch.randn(...)`` "
+            "would not)",
+            f"{MODEL} moved to every device of the run (the GPU, else the meta device with its "
+            "values kept), init_weights() again: every tensor of its state_dict still there",
+            "test_init.py::test_gpt2_weight_stds",
+            "test_init.py::test_init_weights_keeps_the_models_device",
+            mutant="init_weights puts weights drawn on the CPU in .data",
+            edges=('devices',)),
     Promise(INIT, "or on a model whose numbers have changed (trained), so it sets every "
             "parameter anew, the LayerNorms' 1 and 0 too (not left to their constructor)",
             f"{MODEL}, every parameter set to 3, then init_weights() again: biases 0, "
