@@ -38,7 +38,6 @@ KNOWN_LONG = {
     "autograder/frontends/gradescope.py",
     "autograder/frontends/nbgrade.py",
     "autograder/suites/bans.py",
-    "lumen/rules.py",
     "solutions/notebook.py",
 }
 
