@@ -39,7 +39,7 @@ class GPT2Config:
 
     def __post_init__(self) -> None:
         # astuple, not getattr(self, f.name): the grader refuses a name computed at run time in
-        # the files it reads, this one included (see rules.py)
+        # the files it reads, this one included (see rules/README.md)
         for f, value in zip(fields(self), astuple(self), strict=True):
             positive_int = isinstance(value, int) and not isinstance(value, bool) and value >= 1
             if f.type == "int" and not positive_int:

@@ -65,7 +65,7 @@ _private modules of torch and numpy on any object, ``self`` included, since it c
 module: ``self._VF`` is refused, your own ``self._rows`` is fine); ``import *``;
 importing a file other than your three, or a module the grader has not checked: numpy, math,
 functools, itertools, collections, dataclasses, typing, warnings, numbers, operator, enum, abc
-and a few more are fine (rules.py lists them); changing torch, which the given code and the
+and a few more are fine (rules/policy.py lists them); changing torch, which the given code and the
 grader's checks call as it is: setting or deleting an attribute of its modules or classes
 (``F.linear = ...``, ``torch.Tensor.x = ...``, ``nn.Linear.forward = ...``, ``setattr(F,
 'linear', f)``) or handing one of its modules on as a value (``f(F)``, ``self.F = F``);
@@ -73,7 +73,7 @@ and a file the grader cannot read within its limits (an expression nested more t
 deep, more than 100,000 parts). The two "written by hand" tests depend on this, and so do
 nine checks that see what only your code's process can see (an input left as it was, a
 registered Parameter, the product, one shared table, the parameter count, a refill in place):
-rules.py names them. Every other test looks at what your code computes.
+rules/README.md names them. Every other test looks at what your code computes.
 Comments, strings and the bodies of ``if __name__ == "__main__":``, ``if TYPE_CHECKING:``
 (after ``from typing import TYPE_CHECKING`` at the top) and ``if False:`` are not read, as
 long as nothing in your files rebinds those names, so a self-check against F.one_hot may live

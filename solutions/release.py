@@ -48,15 +48,21 @@ EXERCISES = ROOT / "exercises"
 
 #: lumen files with solution regions: what learners write and submit.
 STUBBED: tuple[str, ...] = stages.SUBMISSION_FILES
-#: lumen files learners get as they are: the tools to run their code on real data, and the
-#: checker of the source rules (rules.py), the very one the hidden grader runs on submissions.
-COPIED: tuple[str, ...] = ("stages.py", "tokenizer.py", "vectors.py", "explore.py", "rules.py",
+#: lumen files learners get as they are: the tools to run their code on real data.
+COPIED: tuple[str, ...] = ("stages.py", "tokenizer.py", "vectors.py", "explore.py",
                            "live.py", "figures.py", "page.py", "page.html", "cli.py",
                            "__main__.py")
+#: The checker of the source rules, the very one the hidden grader runs on submissions: a
+#: package of the grader's that imports nothing else of it, given whole as exercises/rules/.
+RULES = "autograder/rules"
 #: Grader modules the visible tests run too, so that they check what the hidden suite checks:
 #: source (under the repository) -> where it goes under exercises/.
-GRADER_COPIED: dict[str, str] = {"autograder/sandboxed/meta_device.py": "tests/meta_device.py",
-                                 "autograder/suites/id_dtypes.py": "tests/id_dtypes.py"}
+GRADER_COPIED: dict[str, str] = {
+    "autograder/sandboxed/meta_device.py": "tests/meta_device.py",
+    "autograder/suites/id_dtypes.py": "tests/id_dtypes.py",
+    **{f"{RULES}/{file.name}": f"rules/{file.name}" for file in sorted((ROOT / RULES).iterdir())
+       if file.suffix in (".py", ".md")},
+}
 
 #: What exercises/ holds that the release does not write: the visible tests, written by hand
 #: (one file per stage, each marked with its stage) and their pytest glue. Everything else
@@ -100,9 +106,9 @@ The chapter, live: its examples, its six figures and its interactive page, on yo
     python -m exercises explore --out explore.html
 
 tokenizer.py, vectors.py, explore.py, stages.py, and cli.py with what it runs (live.py,
-figures.py, page.py, page.html) are given code: read them, no need to change them. rules.py
-is the grader's own checker of the rules at the top of embeddings.py:
-``python -m exercises.rules`` runs it on your files. This file imports nothing, so importing
+figures.py, page.py, page.html) are given code: read them, no need to change them. rules/
+is the grader's own checker of the rules at the top of embeddings.py (its README.md states
+them): ``python -m exercises.rules`` runs it on your files. This file imports nothing, so importing
 one module stays cheap.
 """
 '''.format(stage_commands="\n".join(  # from lumen/stages.py: one source
@@ -121,6 +127,11 @@ def copy(source: str, name: str) -> str:
 GRADER_COPY_HEADER = """\
 # Generated from {name} by `make stubs`: the grader's code,
 # which the visible tests use. Learners: nothing to write here. Course staff: edit that file.
+"""
+#: The same for a grader file that is Markdown (the rules' README.md).
+GRADER_MARKDOWN_HEADER = """\
+<!-- Generated from {name} by `make stubs`: the grader's rules, which the visible tests
+     check. Learners: nothing to write here. Course staff: edit that file. -->
 """
 
 
@@ -148,7 +159,8 @@ def render(solved: Collection[str] = ()) -> dict[Path, str]:
         files[Path(name)] = copy((LUMEN / name).read_text(encoding="utf-8"), name)
     files[Path(notebook.NOTEBOOK)] = notebook.render()  # nbgrader's release of the lab
     for source, path in GRADER_COPIED.items():
-        files[Path(path)] = GRADER_COPY_HEADER.format(name=source) + (ROOT / source).read_text(
+        header = GRADER_MARKDOWN_HEADER if source.endswith(".md") else GRADER_COPY_HEADER
+        files[Path(path)] = header.format(name=source) + (ROOT / source).read_text(
             encoding="utf-8")
     return files
 

@@ -38,7 +38,6 @@ KNOWN_LONG = {
     "autograder/frontends/gradescope.py",
     "autograder/frontends/nbgrade.py",
     "autograder/suites/bans.py",
-    "lumen/rules.py",
     "solutions/notebook.py",
 }
 
@@ -191,10 +190,11 @@ def _sources(root: Path) -> list[Path]:
 
 def _defines(text: str, name: str) -> bool:
     """Whether module text defines ``name``: a def, a class, an assignment or annotation at
-    any indent, an import, or ``self.name = ...``."""
+    any indent, an import (one name of a parenthesised list too), or ``self.name = ...``."""
     n = re.escape(name)
     return re.search(rf"^\s*(?:(?:async\s+)?def|class)\s+{n}\b|^\s*{n}\s*[:=]|"
                      rf"^\s*(?:from\s+\S+\s+)?import\b.*\b{n}\b|\bself\.{n}\s*=|"
+                     rf"^\s*from\s+\S+\s+import\s*\([^)]*\b{n}\b|"
                      rf"\bas\s+{n}\b", text, re.M) is not None
 
 

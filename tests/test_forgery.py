@@ -6,7 +6,7 @@ rewrite what they report or replace the helpers they call; it can call a banned 
 where the recorder does not look, or leave its model degenerate (all zeros). The hidden
 suites therefore compare only against states the grader made, score what the process reports
 about itself only behind the rules (``bans.certify``), and judge the bans from the source
-alone (``lumen/rules.py``).
+alone (``autograder/rules/``).
 
 Each case is a known mistake plus a forgery. Graded on its stage, the forged submission must
 fail the tests the forgery targets and earn no point the honest mistake does not. A canary
@@ -23,10 +23,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from autograder import rules
 from autograder.grading import Grader
 from autograder.rubric import load as load_rubric
 from autograder.sandboxed.probes.recorder import record_calls
-from lumen import rules
 from tests.helpers import certified_tests
 from tests.variants.build import make_submission
 
@@ -441,7 +441,7 @@ def test_refused_code_costs_only_the_rules_tests(grader, tmp_path):
         assert all("import gc" in verdicts[name].message for name in failed)
 
 
-# --- the source check (lumen/rules.py), on its own ----------------------------------------
+# --- the source check (autograder/rules/), on its own -----------------------------------
 
 HEAD = "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n"
 

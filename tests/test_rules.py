@@ -1,4 +1,4 @@
-"""The source rules (lumen/rules.py, applied by autograder/suites/bans.py): sound, and no broader
+"""The source rules (autograder/rules/, applied by autograder/suites/bans.py): sound, and no broader
 than needed.
 
 Both sides are attacked. A learner who has read the checker tries every way to run a banned
@@ -20,10 +20,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from autograder import rules
 from autograder.grading import Grader
 from autograder.suites import bans
 from autograder.suites.feedback import Mistake
-from lumen import rules
 from lumen.stages import STAGE_NAMES
 from tests.helpers import certified_tests
 from tests.variants.build import LUMEN, make_submission

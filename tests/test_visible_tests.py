@@ -32,7 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 #: Every stage: its visible tests are checked against every known mistake of its own.
 STAGES = STAGE_NAMES
 #: lumen's given modules, copied next to the variant's three files so that it is a package.
-GIVEN = ("__init__.py", "stages.py", "rules.py", "tokenizer.py", "vectors.py", "explore.py")
+#: (The rules the visible tests apply are exercises/rules/, beside them, whatever the package.)
+GIVEN = ("__init__.py", "stages.py", "tokenizer.py", "vectors.py", "explore.py")
 
 #: Runs in a fresh interpreter: pytest once per package, recording which tests failed.
 DRIVER = """

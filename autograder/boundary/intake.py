@@ -317,7 +317,7 @@ def prepare(source: Path) -> Prepared:
 def syntax_notes(files: dict[str, str]) -> list[str]:
     """A note for each of the submission's ``files`` (``Prepared.files``) that does not compile
     ("embeddings.py: SyntaxError at line 7: ..."), as other malformed files get one. Compiled
-    here, never run: the grader reads the source this way anyway (lumen/rules.py)."""
+    here, never run: the grader reads the source this way anyway (autograder/rules/)."""
 
     notes = []
     for name, source in files.items():

@@ -104,7 +104,7 @@ class Checked(importlib.abc.Loader):
     import system would decode those by the file's own encoding declaration (``# -*- coding:
     utf-7 -*-``), and run text the rules never saw (a comment holding ``+AAo-``, a newline in
     UTF-7, then a line of code). ``compile`` of a str ignores the declaration, as ``ast.parse``
-    does in lumen/rules.py: both read the same characters. Its lines are what tracebacks
+    does in autograder/rules/: both read the same characters. Its lines are what tracebacks
     quote (``linecache``) and what ``get_source`` returns."""
 
     def __init__(self, text: str) -> None:

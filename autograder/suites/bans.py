@@ -1,7 +1,7 @@
 """The "written by hand" tests: a stage's banned built-in, judged outside the learner's reach.
 
-The verdict comes from **the source** alone, read here in the grader with ``lumen/rules.py``
-(the checker the learners' visible tests run too, as ``exercises/rules.py``): a banned name
+The verdict comes from **the source** alone, read here in the grader with ``autograder/rules/``
+(the checker the learners' visible tests run too, as ``exercises/rules/``): a banned name
 in live code fails the test with the stage's lesson; any construct that could call a built-in
 without naming it (``eval``, ``gc``, ``torch._C``, a computed ``getattr``, ...) fails it naming
 the line and the rule. Learner code cannot touch this check: it never runs in this process.
@@ -27,10 +27,10 @@ import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from autograder import rules
 from autograder.suites.feedback import Mistake
-from lumen import rules
 
-RULES = "the rules at the top of embeddings.py (and exercises/rules.py, which checks them)"
+RULES = "the rules at the top of embeddings.py (and exercises/rules/, which checks them)"
 
 
 @dataclass(frozen=True)

@@ -476,7 +476,7 @@ def test_no_builtin_embedding(learner, seed, gen, grading):
     """the lookup is written by hand: no nn.Embedding, no F.embedding
 
     Passes only when (1) forward returns weight[ids] on fresh inputs and (2) the submitted
-    files, all three (they all run in this stage's process), read here with lumen/rules.py,
+    files, all three (they all run in this stage's process), read here with autograder/rules/,
     use none of torch's embedding built-ins in live code and none of the constructs that could
     call one without naming it (``bans.EMBEDDING``). (2) is out of the learner's reach; the
     recorder in the learner's process only explains a failure (``autograder/suites/bans.py``).

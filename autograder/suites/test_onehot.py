@@ -168,7 +168,7 @@ def test_one_hot_written_by_hand(learner, seed, gen, grading):
     """one_hot builds the vectors itself: no F.one_hot
 
     Passes only when (1) one_hot gives the right vectors on fresh ids and (2) the submitted
-    files, all three (they all run in this stage's process), read here with lumen/rules.py,
+    files, all three (they all run in this stage's process), read here with autograder/rules/,
     name F.one_hot nowhere in live code, use no module that calls it for you
     (torch.distributions) and hold none of the constructs that could call it without naming it
     (``bans.ONEHOT``). (2) is out of the learner's reach; the recorder in the learner's process

@@ -1,6 +1,6 @@
 """The call recorder: which torch functions and ATen operators a piece of learner code ran.
 
-It only ever explains: a ban is judged from the submitted source in the grader (lumen/rules.py,
+It only ever explains: a ban is judged from the submitted source in the grader (autograder/rules/,
 autograder/suites/bans.py), and a recorded call adds to the message of a test that the source
 already fails (the learner's code runs in this process and can switch the recorder off).
 """
@@ -78,7 +78,7 @@ def record_calls() -> Iterator[Record]:
 
     Learner code in this process could switch either watch off or fill the record with
     anything, so the record decides nothing: the bans are judged from the submitted source in
-    the grader (lumen/rules.py, autograder/suites/bans.py), and the record only adds to the
+    the grader (autograder/rules/, autograder/suites/bans.py), and the record only adds to the
     message of a test that the source already fails.
     """
     from torch.autograd import (  # private, as _profiler_config: only when a probe records
