@@ -88,7 +88,7 @@ from solutions.notebook import NotebookError as NotebookError  # what this front
 
 from .. import ROOT
 from ..boundary.clean import clean_text
-from ..boundary.intake import Unusable, _read_regular
+from ..boundary.intake import Unusable, read_regular
 from ..options import FEEDBACK, LATE_PENALTIES, Options
 from ..results import StageGrade
 from ..rubric import load
@@ -485,7 +485,7 @@ def _read_notebook(folder: Path) -> tuple[nbformat.NotebookNode | None, list[str
         notes.append(f"{others[0].name} was graded as {NOTEBOOK}: keep the notebook's name")
         path = others[0]
     try:
-        data = _read_regular(path, path.name) if path.stat().st_size <= MAX_NOTEBOOK else None
+        data = read_regular(path, path.name) if path.stat().st_size <= MAX_NOTEBOOK else None
         if data is None:
             raise Unusable(f"{path.name} is larger than {MAX_NOTEBOOK:,} bytes")
         nb = nbformat.reads(data.decode("utf-8"), as_version=4)
@@ -707,7 +707,7 @@ def copy_files(learner: Path, target: Path) -> None:
         if not os.path.lexists(found):
             continue  # the grader says it is missing, from the folder itself
         try:
-            (target / name).write_bytes(_read_regular(found, name))
+            (target / name).write_bytes(read_regular(found, name))
         except Unusable:
             pass  # likewise: the grader names the problem
 
