@@ -71,11 +71,7 @@ RETIRED_ALONE = {"worker_client", "untrusted"}
 #: ``module.name`` citations whose module is not the file of ours with that name.
 NOT_OUR_MODULES = {"request": "pytest's ``request`` fixture, as in ``request.param``"}
 #: Citations in files other helpers are rewriting now, left for the lead: (file, cited path).
-KNOWN_MISSING: set[tuple[str, str]] = {
-    # stale, in files being split (issue 31)
-    ("autograder/boundary/client.py", "submission.learner_frames"),  # boundary/intake's
-    ("autograder/frontends/gradescope.py", "sandbox.PROBE"),  # boundary/launcher's
-}
+KNOWN_MISSING: set[tuple[str, str]] = set()
 
 _SKIP = {".git", ".venv", "build", "__pycache__", ".pytest_cache", ".ruff_cache", ".hypothesis",
          "mutants", "node_modules"}
