@@ -33,7 +33,6 @@ CHAPTER_CODE = {"lumen/embeddings.py", "lumen/gpt2.py"}
 KNOWN_LONG = {
     # being split (issue 31)
     "autograder/boundary/launcher.py",
-    "autograder/frontends/batch.py",
     "autograder/frontends/classroom.py",
     "autograder/frontends/gradescope.py",
     "autograder/frontends/nbgrade.py",
