@@ -685,14 +685,14 @@ def test_hostile_learners_never_stop_the_honest_ones(tmp_path, monkeypatch):
     honest = ["honest1", "honest2", "honest3"]
     for learner in honest:
         make_submission(submissions / learner, {})
-    write_json = batch.write_json
+    write_json = batch_records.write_json
 
     def full_disk_for_one(path: Path, data: dict) -> None:
         if path.parent.name == "ab-unwritable":
             raise OSError(28, "No space left on device")
         write_json(path, data)
 
-    monkeypatch.setattr(batch, "write_json", full_disk_for_one)
+    monkeypatch.setattr(batch_records, "write_json", full_disk_for_one)
     code, progress = _run(submissions, tmp_path / "grades.csv", jobs=2, probe_seconds=5)
     assert code == 1 and "the batch stopped" not in progress, progress
     rows = _rows(tmp_path / "grades.csv")
