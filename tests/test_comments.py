@@ -35,7 +35,6 @@ KNOWN_LONG = {
     "autograder/boundary/launcher.py",
     "autograder/frontends/classroom.py",
     "autograder/frontends/gradescope.py",
-    "autograder/frontends/nbgrade.py",
     "autograder/suites/bans.py",
     "lumen/rules.py",
     "solutions/notebook.py",
