@@ -6,7 +6,7 @@ class costs one torch import per worker rather than one per learner. ``grade`` i
 one-submission shortcut. The steps, in order:
 
 1. ``boundary/intake.prepare``: the learner's files, as data, and what was wrong with them;
-2. ``Submission.open``: one process per stage (``boundary/client.py``), each sent a
+2. ``Submission.open``: one process per stage (``boundary/session.py``), each sent a
    ``boundary/request.StageRequest``, under the limits of ``boundary/launcher.py``;
 3. ``run_suites``: pytest over ``suites/`` (``suites/plugin.py``), the stages side by side in
    forks of this process (``forks.py``);
@@ -29,10 +29,11 @@ from pathlib import Path
 from lumen.stages import STAGE_NAMES
 
 from . import phases
-from .boundary.client import StageSession, Worker, WorkerError
+from .boundary.client import Worker, WorkerError
 from .boundary.intake import prepare, syntax_notes
 from .boundary.launcher import UIDS_PER_SUBMISSION, choose_launcher, claim_uids, wants_gpu
 from .boundary.request import MODULES, given_source, stage_request
+from .boundary.session import StageSession
 from .forks import FORKS, run_forked
 from .options import Options
 from .results import Grade, GraderError, TestResult, score
@@ -63,7 +64,7 @@ class Submission:
     seed: int = field(default_factory=lambda: secrets.randbelow(2**31))
     deadline: float = field(default_factory=lambda: float("inf"))
     stages: list[str] | None = None  # the stages graded (None: all)
-    sessions: dict = field(default_factory=dict)  # stage -> boundary.client.StageSession
+    sessions: dict = field(default_factory=dict)  # stage -> boundary.session.StageSession
     results: list[TestResult] = field(default_factory=list)
 
     def open(self) -> None:

@@ -1,13 +1,15 @@
-"""The grader's folder is its architecture: which room may import which, and no cycle.
+"""The grader's folder is its architecture: which room may import which, no cycle, one job each.
 
 The rooms and what each may import are README's "Layout" table; this file is that table's
 check. Every import counts, wherever it is written (top of a module, inside a function, under
-``TYPE_CHECKING``): a back-reference is one whether or not it runs at import time.
+``TYPE_CHECKING``): a back-reference is one whether or not it runs at import time. And no
+module is over ``MAX_MODULE_LINES`` lines (issue 31): a module that long holds several jobs.
 """
 
 from __future__ import annotations
 
 import ast
+import fnmatch
 from pathlib import Path
 
 import pytest
@@ -180,3 +182,56 @@ def test_an_import_inside_a_function_says_why():
                     silent.append(f"{path.relative_to(ROOT)}:{first}")
     assert not silent, ("imports inside a function without a comment saying why they wait "
                         "(move them to the top of the module, or say why): " + ", ".join(silent))
+
+
+#: The most lines a module may have: past it, a module holds more than one job (issue 31).
+MAX_MODULE_LINES = 500
+#: Where modules are held to it: the grader, the release tooling, the tools and the chapter.
+LINE_LIMITED = ("autograder", "solutions", "tools", "lumen")
+#: Long by nature: the hidden suites (a test per promise of a stage) and the chapter's code,
+#: which learners read whole beside the chapter. The learners' copies in exercises/ are
+#: generated from lumen/ and are not held to it either (exercises/ is not in LINE_LIMITED).
+LONG_BY_NATURE = ("autograder/suites/test_*.py", "lumen/embeddings.py", "lumen/gpt2.py",
+                  "lumen/figures.py")
+#: Long modules another session is splitting now: the lead empties this set when they land.
+WAITING = {"lumen/rules.py"}
+
+
+def module_lines(root: Path) -> dict[str, int]:
+    """Each module under ``LINE_LIMITED`` in ``root`` (relative, POSIX) -> its line count."""
+    return {path.relative_to(root).as_posix(): len(path.read_text(encoding="utf-8").splitlines())
+            for folder in LINE_LIMITED for path in sorted((root / folder).rglob("*.py"))
+            if "__pycache__" not in path.parts}
+
+
+def long_modules(root: Path, waiting: set[str] = WAITING) -> list[str]:
+    """``file: N lines`` for each module over ``MAX_MODULE_LINES``, outside the exceptions."""
+    return [f"{name}: {lines} lines" for name, lines in module_lines(root).items()
+            if lines > MAX_MODULE_LINES and name not in waiting
+            and not any(fnmatch.fnmatchcase(name, pattern) for pattern in LONG_BY_NATURE)]
+
+
+def test_no_module_is_over_the_line_limit():
+    long = long_modules(ROOT)
+    assert not long, (f"modules over {MAX_MODULE_LINES} lines: split each by job, a module per "
+                      "job (as frontends/nbgrade_*.py), each with a short docstring saying what "
+                      "it does and why:\n" + "\n".join(long))
+
+
+def test_the_waiting_modules_are_still_long():
+    """An entry of ``WAITING`` that got short (or went) is dropped from the set."""
+    lines = module_lines(ROOT)
+    short = sorted(name for name in WAITING if lines.get(name, 0) <= MAX_MODULE_LINES)
+    assert not short, f"WAITING lists modules now at most {MAX_MODULE_LINES} lines: {short}"
+
+
+def test_the_line_limit_can_fail(tmp_path):
+    """A long module is named with its length; a hidden suite, the chapter's code and a module
+    in ``WAITING`` are not, nor is a folder outside ``LINE_LIMITED``."""
+    long = "x = 1\n" * (MAX_MODULE_LINES + 1)
+    for name in ("tools/long.py", "tools/short.py", "autograder/suites/test_x.py",
+                 "lumen/gpt2.py", "lumen/waiting.py", "exercises/gpt2.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x = 1\n" if "short" in name else long, encoding="utf-8")
+    assert long_modules(tmp_path, waiting={"lumen/waiting.py"}) == [
+        f"tools/long.py: {MAX_MODULE_LINES + 1} lines"]

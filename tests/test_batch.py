@@ -26,7 +26,7 @@ import pytest
 
 from autograder import mistakes
 from autograder.boundary.intake import MAX_FILE
-from autograder.frontends import batch, classbook, provenance
+from autograder.frontends import batch, batch_records, batch_server, classbook, provenance
 from autograder.frontends.summary import histogram_figure, write_summary
 from autograder.options import Limits, Options
 from autograder.results import RECORD_VERSION, Grade, StageGrade, TestResult
@@ -442,9 +442,9 @@ def test_the_learners_files_name_the_submission_not_the_instructors_folder(tmp_p
             return Grade(submission=str(path), stages=[], seed=1, devices=["cpu"],
                          sandbox="bwrap", seconds=0.1, notes=submission_notes(path, prepare(path)))
 
-    reply = batch.grade_one(Fake(), {"learner": "bob", "path": str(submissions / "bob.zip")})
+    reply = batch_server.grade_one(Fake(), {"learner": "bob", "path": str(submissions / "bob.zip")})
     folder = tmp_path / "grades" / "bob"
-    batch.write_learner(folder, Grade.from_json(reply["grade"]), "after_due_date")
+    batch_records.write_learner(folder, Grade.from_json(reply["grade"]), "after_due_date")
     feedback = (folder / "feedback.txt").read_text(encoding="utf-8")
     results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
     text = json.dumps(results) + feedback
@@ -685,14 +685,14 @@ def test_hostile_learners_never_stop_the_honest_ones(tmp_path, monkeypatch):
     honest = ["honest1", "honest2", "honest3"]
     for learner in honest:
         make_submission(submissions / learner, {})
-    write_json = batch.write_json
+    write_json = batch_records.write_json
 
     def full_disk_for_one(path: Path, data: dict) -> None:
         if path.parent.name == "ab-unwritable":
             raise OSError(28, "No space left on device")
         write_json(path, data)
 
-    monkeypatch.setattr(batch, "write_json", full_disk_for_one)
+    monkeypatch.setattr(batch_records, "write_json", full_disk_for_one)
     code, progress = _run(submissions, tmp_path / "grades.csv", jobs=2, probe_seconds=5)
     assert code == 1 and "the batch stopped" not in progress, progress
     rows = _rows(tmp_path / "grades.csv")

@@ -33,10 +33,8 @@ CHAPTER_CODE = {"lumen/embeddings.py", "lumen/gpt2.py"}
 KNOWN_LONG = {
     # being split (issue 31)
     "autograder/boundary/launcher.py",
-    "autograder/frontends/batch.py",
     "autograder/frontends/classroom.py",
     "autograder/frontends/gradescope.py",
-    "autograder/frontends/nbgrade.py",
     "autograder/suites/bans.py",
     "solutions/notebook.py",
 }
@@ -70,11 +68,7 @@ RETIRED_ALONE = {"worker_client", "untrusted"}
 #: ``module.name`` citations whose module is not the file of ours with that name.
 NOT_OUR_MODULES = {"request": "pytest's ``request`` fixture, as in ``request.param``"}
 #: Citations in files other helpers are rewriting now, left for the lead: (file, cited path).
-KNOWN_MISSING: set[tuple[str, str]] = {
-    # stale, in files being split (issue 31)
-    ("autograder/boundary/client.py", "submission.learner_frames"),  # boundary/intake's
-    ("autograder/frontends/gradescope.py", "sandbox.PROBE"),  # boundary/launcher's
-}
+KNOWN_MISSING: set[tuple[str, str]] = set()
 
 _SKIP = {".git", ".venv", "build", "__pycache__", ".pytest_cache", ".ruff_cache", ".hypothesis",
          "mutants", "node_modules"}

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.frontends import batch, classbook, exports, nbgrade
+from autograder.frontends import batch, classbook, exports, nbgrade, nbgrade_markdown
 from autograder.frontends.summary import write_summary
 from autograder.results import TestResult, score
 from autograder.rubric import load
@@ -790,8 +790,9 @@ def test_repair_scans_only_so_much_markdown(monkeypatch):
         return lambda source, *rest, **named: (calls.append(len(source)),
                                                 real(source, *rest, **named))[1]
 
-    monkeypatch.setattr(nbgrade, "inert_markdown", counted(scanned, nbgrade.inert_markdown))
-    monkeypatch.setattr(nbgrade, "render_markdown", counted(rendered, nbgrade.render_markdown))
+    markdown = nbgrade_markdown  # where repair's written_answer looks both up
+    monkeypatch.setattr(markdown, "inert_markdown", counted(scanned, markdown.inert_markdown))
+    monkeypatch.setattr(markdown, "render_markdown", counted(rendered, markdown.render_markdown))
     repaired, notes = nbgrade.repair(nb, release)
     monkeypatch.undo()
     assert 0 < sum(scanned) <= nbgrade.MAX_MARKDOWN, scanned

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from autograder import __main__ as cli
-from autograder.frontends import batch, exports, provenance
+from autograder.frontends import batch, batch_records, exports, provenance
 from autograder.options import Options
 from autograder.results import Grade, TestResult, score
 from autograder.rubric import load
@@ -82,7 +82,7 @@ def graded_class(tmp_path, monkeypatch) -> Path:
     grades = tmp_path / "grades"
     for learner, failing in (("alice", set(ALICE_FAILS.values())),
                              ("bob", set()), ("dave", {"test_gpt2_totals"})):
-        batch.write_learner(grades / learner, _grade(learner, failing, subs / learner),
+        batch_records.write_learner(grades / learner, _grade(learner, failing, subs / learner),
                             "after_due_date")
     (tmp_path / "roster.csv").write_text(ROSTER + "eve,Eve,105,,,Section B,eve@uni.example\n")
     return tmp_path

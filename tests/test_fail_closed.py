@@ -234,7 +234,7 @@ def test_operator_notes_never_reach_the_learner(tmp_path, capsys):
     """Gradescope's top-level output and test entries, the batch's feedback.txt, the
     Classroom step's printed summary: none says how the sandbox ran; the operator's stderr and
     extra_data (instructors only) do."""
-    from autograder.frontends import batch, classbook, classroom
+    from autograder.frontends import batch_records, batch_server, classbook, classroom
     from autograder.frontends.summary import write_summary
 
     folder = make_submission(tmp_path / "bob", {"embeddings:Embedding.forward":
@@ -252,9 +252,9 @@ def test_operator_notes_never_reach_the_learner(tmp_path, capsys):
     assert any("unsafe-process" in n for n in data["extra_data"]["operator_notes"])
 
     with Grader(Options(device="cpu", sandbox="unsafe-process")) as grader:
-        reply = batch.grade_one(grader, {"learner": "bob", "path": str(folder),
+        reply = batch_server.grade_one(grader, {"learner": "bob", "path": str(folder),
                                          "stages": ["embedding"]})
-    batch.write_learner(tmp_path / "grades" / "bob", Grade.from_json(reply["grade"]),
+    batch_records.write_learner(tmp_path / "grades" / "bob", Grade.from_json(reply["grade"]),
                         "after_due_date")
     _learner_sees((tmp_path / "grades" / "bob" / "feedback.txt").read_text(), "feedback.txt")
     _learner_sees(json.loads((tmp_path / "grades" / "bob" / "results.json").read_text())[

@@ -4,7 +4,7 @@ Every stage process is started at once and loads the submission side by side; th
 grades the stages one after another. Were a stage's answer read only when its turn came, a later
 stage on a busy machine would be read more than the import limit after it started, and correct
 code told that "importing the submission did not finish". So each stage's answer is read as it
-comes, in a thread of the grader's (boundary/client.StageSession.start).
+comes, in a thread of the grader's (boundary/session.StageSession.start).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.boundary.client import StageSession
+from autograder.boundary.session import StageSession
 from autograder.grading import Grader
 from autograder.options import Limits, Options
 from tests.variants.build import make_submission

@@ -11,7 +11,7 @@ import pytest
 
 from autograder import mistakes
 from autograder.boundary import intake
-from autograder.boundary.client import Outcome
+from autograder.boundary.session import Outcome
 from autograder.mistakes import mistake_id
 from autograder.suites.feedback import Mistake, describe_error, unwrap
 

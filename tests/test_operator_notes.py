@@ -22,7 +22,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.frontends import batch, classbook, classroom, nbgrade
+from autograder.frontends import batch_records, batch_server, classbook, classroom, nbgrade
 from autograder.frontends.summary import SUMMARY, write_summary
 from autograder.grading import Grader
 from autograder.options import Options
@@ -64,14 +64,14 @@ def seen(request, tmp_path_factory) -> tuple[list[str], dict[str, str], dict]:
         with Grader(Options(sandbox=mode)) as grader:
             notes = grader.operator_notes()
             grade = grader.grade(learner, seed=0)
-            reply = batch.grade_one(grader, {"learner": "alice", "path": str(learner)})
+            reply = batch_server.grade_one(grader, {"learner": "alice", "path": str(learner)})
     assert FORCED in notes and any(mode in note for note in notes), notes
     assert grade.operator_notes == notes and grade.score < grade.max_score
     results = report.gradescope(grade, "visible")
     assert results["extra_data"]["operator_notes"] == notes  # the instructors' channel
     folder = root / "lumen" / "alice"  # grade-batch's files, where nbgrade's step 3 leaves them
     batched = Grade.from_json(reply["grade"])
-    batch.write_learner(folder, batched, "after_due_date")
+    batch_records.write_learner(folder, batched, "after_due_date")
     batch_results = json.loads((folder / classbook.RESULTS).read_text(encoding="utf-8"))
     assert batch_results["extra_data"]["operator_notes"] == notes
 
@@ -124,7 +124,7 @@ def test_the_operator_still_reads_them(seen, tmp_path):
     if grade.sandbox == "bwrap":
         pytest.skip("summary.md names the sandbox only when a learner ran outside bubblewrap")
     (tmp_path / "alice").mkdir()
-    batch.write_learner(tmp_path / "alice", grade, "after_due_date")
+    batch_records.write_learner(tmp_path / "alice", grade, "after_due_date")
     rows = classbook.collect([classbook.Learner("alice", tmp_path / "alice")], tmp_path)
     write_summary(tmp_path, rows)
     summary = (tmp_path / SUMMARY).read_text(encoding="utf-8")

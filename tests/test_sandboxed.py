@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from autograder.boundary.client import StageSession
 from autograder.boundary.request import MODULES, stage_request
+from autograder.boundary.session import StageSession
 from autograder.grading import Grader, Submission
 from autograder.options import Options
 from autograder.sandboxed import probes

@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from autograder.boundary.clean import MAX_NAME, MAX_OUTPUT, MAX_TEXT, clean, clean_reply, clean_text
-from autograder.boundary.client import StageSession
+from autograder.boundary.session import StageSession
 from autograder.grading import Grader
 from autograder.options import Limits, Options
 from autograder.sandboxed.protocol import MetaTensor, RemoteObject

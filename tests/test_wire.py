@@ -1,7 +1,7 @@
 """The wire between the grader and the learner's process, attacked as its owner would.
 
 The process that runs learner code can write anything to its socket, byte by byte, whenever it
-likes (``autograder/sandboxed/protocol.py``, ``autograder/boundary/client.py``). Whatever it
+likes (``autograder/sandboxed/protocol.py``, ``autograder/boundary/session.py``). Whatever it
 sends must end as that learner's mistake or timeout, in bounded time and memory: never an
 internal "grading error" (a row the instructor must look at), never a GraderError, never a
 grade held open. Every reply is checked against its probe's schema
@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 from autograder.boundary import replies
 from autograder.boundary.clean import clean
-from autograder.boundary.client import MALFORMED, Outcome, StageSession
+from autograder.boundary.session import MALFORMED, Outcome, StageSession
 from autograder.grading import Grader
 from autograder.options import Limits, Options
 from autograder.results import GraderError

@@ -2,7 +2,7 @@
 
 Every string in a reply from the process that runs learner code was chosen by the learner.
 ``clean_reply`` is applied once, where a reply enters the grader
-(``boundary/client.StageSession``), so everything after it handles ordinary text only:
+(``boundary/session.StageSession``), so everything after it handles ordinary text only:
 
 1. **Encodable**: lone surrogates (``"\\ud800"``, undecodable bytes carried as ``"\\udcff"``)
    and undecodable bytes become U+FFFD, so UTF-8 writers and terminals never raise.

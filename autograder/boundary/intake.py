@@ -126,7 +126,7 @@ def _refuse_special(name: str, mode: int, links: int) -> None:
                        "read: submit a copy of the file itself")
 
 
-def _read_regular(path: Path, name: str) -> bytes:
+def read_regular(path: Path, name: str) -> bytes:
     """The bytes of ``path``, a regular file; ``Unusable`` otherwise.
 
     lstat first, so a FIFO or a device is never opened; then O_NOFOLLOW | O_NONBLOCK and
@@ -204,7 +204,7 @@ def _from_folder(source: Path, prepared: Prepared) -> dict[str, bytes]:
                     "never followed: submit the file itself, not a link to the folder")
             continue
         try:
-            found[name] = _read_regular(path, name)
+            found[name] = read_regular(path, name)
         except Unusable as why:
             prepared.problems[name] = str(why)
     return found

@@ -1,7 +1,7 @@
 """What each probe's reply may hold: one schema per probe, checked once where replies arrive.
 
 The probes (``sandboxed/probes/``) run in the learner's process, which can rewrite them, so a
-reply is whatever that process chose to send. ``boundary/client.StageSession`` checks every
+reply is whatever that process chose to send. ``boundary/session.StageSession`` checks every
 reply against its probe's schema before the hidden suites see it: a mismatch is the learner's
 mistake, never an exception inside a hidden test. A field the honest probe fixes the type of
 is typed; one that is whatever the learner's code returned (an ``out``, a gradient) is

@@ -1,57 +1,24 @@
 """Grading a class: ``python -m autograder grade-batch SUBMISSIONS --out grades.csv``.
 
-SUBMISSIONS holds one folder or .zip per learner; the learner's id is its name without .zip.
-Everything written lands next to ``--out``, in a folder named after it (grades.csv ->
-grades/)::
+SUBMISSIONS holds one folder or .zip per learner. Each gets a folder next to ``--out``
+(grades.csv -> grades/<learner>/): grade.json, the record (a ``Grade``), and its views; the
+class files (grades.csv, summary.md, the exports) are rebuilt from the records every run
+(``classbook.py``). What is written, and how a rerun resumes: docs/grading.md.
 
-    grades.csv                  one row per learner: learner, total, a column per stage,
-                                seconds, notes (rebuilt from the grade.json records every run)
-    grades/alice/grade.json     the record: alice's ``Grade`` (``Grade.to_json``), which every
-                                file below is a view of and the class files are rebuilt from
-    grades/alice/results.json   Gradescope's results.json (``report.gradescope``), to upload
-    grades/alice/feedback.txt   the report the learner reads (``python -m autograder grade``'s)
-    grades/alice/error.txt      only if the grader itself failed on alice (retried next run)
-    grades/summary.md           per-stage averages, the histogram, the diagnosed mistakes
-                                (one row per mistake id, each learner once) and their messages
-    grades/histogram.png        the score histogram
-    grades-canvas.csv, ...      with --export canvas,moodle,csv and --roster: the gradebook
-                                files an LMS imports (``autograder/frontends/exports.py``)
-
-A learner whose grade.json was made by this grader (``provenance.versions``, kept in the record
-as ``Grade.made_by``) from the files they have now, under the same options
-(``provenance.fingerprint``, by content, kept as ``Grade.graded_from``) is kept, so a killed
-batch resumes where it stopped and a rerun regrades exactly the learners whose files changed;
-a record of another grader or rubric, or one that cannot be read, is graded again
-(``--force`` regrades everyone). The closing lines say how many were regraded and kept.
-Ctrl-C and SIGTERM write the CSV and summary first. Every file is written atomically (with the
-umask's permissions), grade.json last, and the CSV and summary are rebuilt from the records at
-the end, so a kill never leaves a half-written row.
-``--shard K/N`` grades only the learners of shard K, and writes the manifest ``merge-shards``
-checks once it has finished (``autograder/frontends/shards.py``).
-
-``--jobs N`` runs N grading processes (``python -m autograder.frontends.batch --serve``), each with
-one warm ``Grader``: torch is imported N times per batch, not once per learner. A learner whose
-grading fails (the grader's fault, not theirs), or whose files cannot be written, gets an
-error.txt where possible and an empty row saying why, and the batch goes on: no learner's
-failure ends a grading thread. Only a broken rubric stops it, or a grader that fails on the
-reference solution (lumen's files), which the batch grades when its first submissions all fail
-in the grader: learners cannot stop a class, whatever their names.
-
-This module is the pool of grading processes and the run; who is in the class and the files
-rebuilt from the records are the class book (``classbook.py``), the summary ``summary.py``.
+This module is the run: it hands learners to ``--jobs`` warm grading processes
+(``batch_server.py``), records each outcome (``batch_records.py``), keeps a learner graded
+before by this grader from the same files (``provenance.py``), and writes what is graded when
+Ctrl-C or SIGTERM stops it. No learner's failure stops the class: only a broken rubric does, or
+a grader that fails on the reference solution (lumen's files), which the batch grades when its
+first submissions all fail in the grader. ``--shard K/N`` grades one shard (``shards.py``).
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import gc
-import json
 import os
-import select
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -65,22 +32,16 @@ from lumen.stages import SUBMISSION_FILES
 from .. import ROOT
 from ..boundary.clean import MAX_NAME
 from ..forks import FORKS
-from ..grading import Grader, GraderError
-from ..options import DEFAULT_VISIBILITY, Options
+from ..options import Options
 from ..results import Grade
-from ..rubric import RubricError
-from ..views import report
 from ..views.escape import terminal
-from ..views.report import write_atomic, write_json
 from ..words import counted
 from . import provenance, shards
+from .batch_records import record
+from .batch_server import GradingProcess
 from .classbook import (
     CHANGED,
-    ERROR,
-    FEEDBACK,
-    GRADE,
     KEPT,
-    RESULTS,
     SAME_NAME,
     UNGRADED,
     default_out_dir,
@@ -89,7 +50,6 @@ from .classbook import (
     write_class_files,
 )
 
-JOB_SECONDS = 600.0  # one learner, including a fresh worker's start: then the process is ended
 #: Grader failures before any success, after which the batch grades the reference (lumen's
 #: own files): the grader is broken when it fails on that too, never on learners' say-so.
 GIVE_UP_AFTER = 3
@@ -110,64 +70,6 @@ class Batch:
     roster: object = None  # a checked exports.Roster
     assignment: str | None = None  # the gradebook column's name
     shard: tuple[int, int] | None = None  # (K, N): only shard K of N
-
-
-# --- the grading process ---------------------------------------------------------------------
-
-
-def grade_one(grader, job: dict) -> dict:
-    """Grade one learner with a warm ``grader``: their ``Grade``, in its JSON form."""
-    result = grader.grade(Path(job["path"]))  # under the grader's options
-    return {"learner": job["learner"], "grade": result.to_json()}
-
-
-def serve(config: dict) -> int:
-    """A grading process: read jobs (JSON lines) on stdin, answer each on stdout; ``config``
-    holds the batch's ``Options`` as JSON (``Options.to_json``)."""
-    replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
-    os.dup2(2, 1)  # whatever else prints goes to the log, never into the replies
-
-    grader = None
-    options = Options.from_json(config["options"])
-
-    def fresh_grader() -> Grader:
-        # each claims users of its own (launcher.claim_uids): no two processes share one
-        fresh = Grader(options)
-        fresh.forks = config.get("forks", fresh.forks)
-        return fresh
-
-    for line in sys.stdin:
-        job = json.loads(line)
-        for attempt in (1, 2):  # a grader failure: once more, with a fresh worker
-            try:
-                grader = grader or fresh_grader()
-                reply = grade_one(grader, job)
-                if not gc.get_freeze_count():  # pytest collects garbage twice a run: from
-                    gc.freeze()  # now on it skips what the first run left: ~0.3 s a learner
-                break
-            except RubricError as error:  # everyone's grade would be wrong: stop the batch
-                reply = {"learner": job["learner"], "fatal": f"{type(error).__name__}: {error}"}
-                break
-            except GraderError as error:  # the grader's fault, never a score for the learner
-                reply = {"learner": job["learner"], "error": f"grading error (tried {attempt} "
-                         f"times; a rerun grades it again): {error}"}
-            except Exception as error:  # noqa: BLE001 - one submission's failure, not the batch's
-                reply = {"learner": job["learner"], "error": f"{type(error).__name__}: {error}"}
-                if grader is not None and grader.worker.alive:
-                    break
-            if grader is not None:  # start afresh
-                grader.close()
-                grader = None
-        try:
-            line = json.dumps(reply)
-        except (TypeError, ValueError) as error:  # a value JSON cannot hold: this learner's error
-            line = json.dumps({"learner": job["learner"],
-                               "error": f"the grade could not be sent back ({error})"})
-        replies.write(line + "\n")
-        replies.flush()
-    if grader is not None:
-        grader.close()
-    return 0
 
 
 def reference_fails(process: GradingProcess) -> str:
@@ -194,77 +96,6 @@ def reference_fails(process: GradingProcess) -> str:
     short = [f"{s.name} {s.score:g}/{s.max_score:g}" for s in grade.stages
              if s.score < s.max_score]
     return f"it scored {', '.join(short)}" if short else ""
-
-
-class GradingProcess:
-    """The batch's side of one ``serve`` process: send a job, wait for its answer."""
-
-    def __init__(self, index: int, config: dict, log: Path) -> None:
-        self.index, self.config, self.log_path = index, config, log
-        self.proc: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "autograder.frontends.batch", "--serve",
-                 json.dumps({**self.config, "index": self.index})],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
-                cwd=ROOT, start_new_session=True)
-
-    def grade(self, job: dict, timeout: float = JOB_SECONDS) -> dict:
-        if self.proc is None or self.proc.poll() is not None:
-            self.start()
-        try:
-            self.proc.stdin.write((json.dumps(job) + "\n").encode())
-            self.proc.stdin.flush()
-            line = self._read_line(timeout)
-        except (BrokenPipeError, OSError) as error:
-            line, why = b"", f"{type(error).__name__}: {error}"
-        else:
-            why = f"no answer within {timeout:.0f} s" if line is None else "it ended"
-        if line:
-            return json.loads(line)
-        self.stop()
-        return {"learner": job["learner"],
-                "error": f"the grading process failed on this submission ({why}); "
-                         f"see {self.log_path}"}
-
-    def _read_line(self, timeout: float) -> bytes | None:
-        """One reply line; b"" if the process ended, None after ``timeout``."""
-        end, data = time.monotonic() + timeout, b""
-        fd = self.proc.stdout.fileno()
-        while not data.endswith(b"\n"):
-            left = end - time.monotonic()
-            if left <= 0:
-                return None
-            readable, _, _ = select.select([fd], [], [], left)
-            if readable:
-                chunk = os.read(fd, 1 << 20)
-                if not chunk:
-                    return b""
-                data += chunk
-        return data
-
-    def stop(self) -> None:
-        if self.proc is None:
-            return
-        try:
-            self.proc.stdin.close()  # a clean end: the Grader closes its sandbox
-            self.proc.wait(timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            self.proc.wait()
-        self.proc.stdout.close()
-        self.proc = None
-
-
-# --- the batch -------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -295,56 +126,6 @@ def seconds_left(answers: list[Answer], total: int, jobs: int) -> float | None:
     if not gaps or left <= 0:
         return None
     return sum(gaps) / len(gaps) * left / jobs
-
-
-def write_learner(folder: Path, grade: Grade, visibility: str) -> None:
-    """A graded learner's files, each a view of their ``grade``; the record, grade.json, last,
-    since its presence means 'graded'."""
-    write_atomic(folder / FEEDBACK, report.terminal(grade))
-    write_json(folder / RESULTS, report.gradescope(grade, visibility))
-    write_json(folder / GRADE, grade.to_json())
-    (folder / ERROR).unlink(missing_ok=True)
-
-
-def _write_outcome(folder: Path, reply: dict, visibility: str,
-                   made_by: dict[str, str], graded_from: str) -> Grade | None:
-    """A learner's files from a grading process's reply: its Grade (read back through
-    ``Grade.from_json``, which checks it), marked with the grader and the files it was made
-    by and from, or why there is none."""
-    if "grade" in reply:
-        grade = Grade.from_json(reply["grade"])
-        grade.made_by, grade.graded_from = dict(made_by), graded_from
-        write_learner(folder, grade, visibility)
-        return grade
-    for name in (GRADE, RESULTS):  # a forced regrade that failed: no stale row
-        (folder / name).unlink(missing_ok=True)
-    write_atomic(folder / ERROR, terminal(reply["error"]) + "\n")  # read with cat
-    return None
-
-
-def _record(folder: Path, reply: dict, failures: dict[str, str],
-            visibility: str = DEFAULT_VISIBILITY,
-            made_by: dict[str, str] | None = None,
-            graded_from: str | None = None) -> tuple[str | None, str]:
-    """Write one learner's outcome: (why they were not graded, or None; what the progress line
-    says). Never raises: a learner whose files cannot be written (a full disk, a name or a
-    reply that breaks a writer or is no record) gets a grading error in ``failures``, which
-    their row shows."""
-    try:
-        grade = _write_outcome(folder, reply, visibility, made_by or {}, graded_from or "")
-        if grade is not None:
-            return None, f"{grade.score:.1f} ({grade.seconds:.1f} s)"
-        error = str(reply["error"])
-    except Exception as exc:  # noqa: BLE001 - this learner's failure, never the batch's
-        error = f"grading error: their files could not be written ({type(exc).__name__}: {exc})"
-        failures[folder.name] = error
-        try:
-            for name in (GRADE, RESULTS):  # no stale grade from an earlier run
-                (folder / name).unlink(missing_ok=True)
-            write_atomic(folder / ERROR, terminal(error) + "\n")  # for later runs' rows
-        except Exception:  # noqa: BLE001 - this run's row says why all the same
-            pass
-    return error, f"not graded: {terminal(error, 120)}"
 
 
 def _fingerprint(submission: Path, settings: str) -> str | None:
@@ -422,7 +203,7 @@ def run(submissions: Path, out: Path, options: Options | None = None,
     failures: dict[str, str] = {}  # learner -> why their files could not be written
     for learner in learners:
         if learner.problem:
-            _record(out_dir / learner.id, {"error": learner.problem}, failures)
+            record(out_dir / learner.id, {"error": learner.problem}, failures)
     settings = provenance.settings_of(options)
     graded_from = {x.id: _fingerprint(x.path, settings) for x in learners if not x.problem}
     standings = {x: UNGRADED if batch.force else standing(out_dir / x, made_by, graded_from[x])
@@ -468,7 +249,7 @@ def run(submissions: Path, out: Path, options: Options | None = None,
                     if "fatal" in reply:
                         state["fatal"] = reply["fatal"]
                         return
-                    error, shown = _record(out_dir / learner.id, reply, failures,
+                    error, shown = record(out_dir / learner.id, reply, failures,
                                            options.visibility, made_by, graded_from[learner.id])
                     state["done"] += 1
                     if error is None:
@@ -529,15 +310,3 @@ def run(submissions: Path, out: Path, options: Options | None = None,
     if not exported:
         return 2
     return 1 if any(row["total"] is None for row in rows) else 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m autograder.frontends.batch")
-    parser.add_argument("--serve", metavar="CONFIG", required=True,
-                        help="run as a grading process (the batch starts these itself)")
-    args = parser.parse_args(argv)
-    return serve(json.loads(args.serve))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

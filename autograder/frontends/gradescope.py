@@ -18,7 +18,7 @@ tests/test_gradescope.py traces a grade run from the zip (every file opened, in 
 process and in the sandbox) and requires the same list.
 
 Fail closed: setup.sh fails the image's build (Gradescope then says so) when bubblewrap cannot
-be installed or cannot start a sandbox (``sandbox.PROBE``, BwrapLauncher's own test), and
+be installed or cannot start a sandbox (``launcher.PROBE``, BwrapLauncher's own test), and
 run_autograder grades only under it. Where grading fails anyway, run_autograder still writes a
 results.json that says so in words a learner may read (``GRADER_FAILED``), with the reason on
 stdout, which only instructors see: it writes that results.json before it starts the grader,

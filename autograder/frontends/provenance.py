@@ -29,8 +29,10 @@ from ..options import Options
 from ..rubric import RUBRIC
 from .gradescope import files
 
-#: Where the records are written, which the grading image (``gradescope.files``) does not ship.
-WRITERS = ("autograder/frontends/batch.py", "autograder/frontends/classbook.py")
+#: Where the records are made and written, which the grading image (``gradescope.files``) does
+#: not ship: the batch, its grading processes, its recording and the class book.
+WRITERS = ("autograder/frontends/batch.py", "autograder/frontends/batch_server.py",
+           "autograder/frontends/batch_records.py", "autograder/frontends/classbook.py")
 
 
 def _digest_files(paths: list[Path]) -> str:

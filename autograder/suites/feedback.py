@@ -19,7 +19,7 @@ from ..mistakes import CRASHED, IMPORT_FAILED, MISSING_FILE, MISTAKE, TIMED_OUT,
 from ..sandboxed.protocol import MetaTensor, RemoteObject
 
 if TYPE_CHECKING:  # the type only: the suites never reach into the worker
-    from ..boundary.client import Outcome
+    from ..boundary.session import Outcome
 
 
 class Mistake(AssertionError):
@@ -80,7 +80,7 @@ def _not_imported(outcome: Outcome, what: str, module: str | None) -> None:
     since the stub that stands in for it would only say "not implemented yet"."""
     if module and module in outcome.import_errors:
         error = outcome.import_errors[module]
-        found = error.get("file")  # the grader's own finding (boundary/client.py)
+        found = error.get("file")  # the grader's own finding (boundary/session.py)
         if found == MISSING:  # one mistake per kind, whichever test meets it
             raise Mistake(f"{module}.py is missing from the submission, so {what} could not "
                           f"be graded: {hand_in(f'{module}.py')}", MISSING_FILE)

@@ -21,7 +21,7 @@ from lumen.stages import STAGE_NAMES, stage
 from ..results import TestResult
 
 if TYPE_CHECKING:
-    from ..boundary.client import StageSession
+    from ..boundary.session import StageSession
 
 
 class Context(Protocol):
@@ -128,7 +128,7 @@ def _verdict(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport
             result.not_implemented = isinstance(error, NotImplementedYet)
         else:
             # A bug in the grader, and only that: whatever the learner's process sends arrives
-            # as an Outcome, checked against its probe's schema (boundary/client.py,
+            # as an Outcome, checked against its probe's schema (boundary/session.py,
             # boundary/replies.py), and the suites judge every schema-valid value with a Mistake
             # (tests/test_wire.py feeds them random ones). Say so; never show its traceback to
             # the learner.

@@ -46,7 +46,7 @@ from autograder.suites.promises.sweeps import (
 )
 
 if TYPE_CHECKING:
-    from autograder.boundary.client import Outcome
+    from autograder.boundary.session import Outcome
 
 STAGE = "embedding"
 MODULE = "embeddings"

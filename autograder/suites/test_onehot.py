@@ -42,7 +42,7 @@ from autograder.suites.promises.sweeps import (
 from lumen import embeddings as ref
 
 if TYPE_CHECKING:
-    from autograder.boundary.client import Outcome
+    from autograder.boundary.session import Outcome
 
 STAGE = "onehot"
 MODULE = "embeddings"

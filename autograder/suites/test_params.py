@@ -20,7 +20,7 @@ import math
 
 import torch
 
-from autograder.boundary.client import is_stub_message
+from autograder.boundary.session import is_stub_message
 from autograder.suites import values
 from autograder.suites.feedback import Mistake, NotImplementedYet, is_one_of, unwrap
 from lumen import params as ref

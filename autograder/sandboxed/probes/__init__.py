@@ -40,7 +40,7 @@ def _table() -> dict[str, Callable]:
 
 
 #: Probe name -> function: the one table the worker runs probes from (``run``), and the names
-#: the grader may ask for (boundary/client.py).
+#: the grader may ask for (boundary/session.py).
 PROBES: dict[str, Callable] = _table()
 
 
