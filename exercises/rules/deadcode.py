@@ -2,8 +2,8 @@
 # which the visible tests use. Learners: nothing to write here. Course staff: edit that file.
 """Dead code: which blocks provably never run, so that the rules do not read them.
 
-``if False:``, ``if __name__ == "__main__":`` and ``if TYPE_CHECKING:`` (README.md, "Dead code
-is not read"). The last two count as dead only while nothing can change their guard: the
+``if False:``, ``if __name__ == "__main__":`` and ``if TYPE_CHECKING:`` (rules/README.md, its
+paragraph on dead code). The last two count as dead only while nothing can change their guard: the
 guard is bound once, as the rule says, and no live code in any of the files could set it.
 """
 
