@@ -188,7 +188,7 @@ SCHEMAS: dict[str, object] = {
     "embedding_on_device": {"out": ANY},
     "expected_dot_std": {"value": Maybe(float), "type": str},
     "gpt2_init": {"state": STATE},
-    "gpt2_on_device": {"state": STATE},
+    "gpt2_on_device": {"placed": STATE},
     # given code as the learner wrote it (the probes' last section)
     "embedding_as_shipped": CONSTRUCTED,
     "gpt2_as_shipped": CONSTRUCTED,

@@ -605,7 +605,7 @@ def _gpt2_on_devices(learner, seed: int, devices: list[str]) -> None:
                   if device == "meta" else unwrap(call(device), what, "gpt2"))
         if result is None:
             continue
-        state = result["state"]
+        state = result["placed"]
         if not isinstance(state, dict):
             raise Mistake(f"{what}: the model's state_dict is a {type(state).__name__}")
         for name, tensor in state.items():

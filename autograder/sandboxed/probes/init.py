@@ -99,13 +99,13 @@ def embedding_on_device(m, vocab_size, d_model, std, x, method, device):
 
 def gpt2_on_device(m, config, device):
     """A GPT2 moved to ``device`` (to the meta device with its values kept behind it,
-    ``on_meta``), then ``init_weights()`` again: its state_dict, every tensor of which must
-    still be there. Only where the tensors live is judged."""
+    ``on_meta``), then ``init_weights()`` again: its state_dict (``placed``), every tensor of
+    which must still be there. Only where the tensors live is judged."""
     model = _build(m, config)
 
     def call() -> dict:
         model.init_weights()
-        return {"state": dict(model.state_dict())}
+        return {"placed": dict(model.state_dict())}
 
     if device == "meta":
         return on_meta(call, module=model)
