@@ -114,6 +114,15 @@ SAMPLED: dict[str, Sample] = {
     "test_commands.py::test_documented_command_runs_as_written": Sample(
         "head", why="one line of each command the documents show (make grade, python -m "
         "lumen neighbours, ...); the other lines of the same command in the full tier"),
+    "test_meta_pass.py::test_the_meta_pass_changes_no_verdict_of_correct_code": Sample(
+        "stage", why="one correct variant per stage with device checks, graded with the meta "
+        "pass and without"),
+    "test_wire.py::test_schema_valid_strange_replies_are_judged_not_raised": Sample(
+        None, why="one seed's strange replies to every probe; the other seeds draw other "
+        "values of the same schemas"),
+    "test_wire.py::test_a_state_dict_of_markers_is_the_learners": Sample(
+        None, why="one marker state_dict through the tying probes; the others are the same "
+        "check on other markers"),
     "test_grader_attacks.py": Sample(
         "grader", keep="bwrap", why="every attack under bubblewrap, the default; the same "
         "attacks under --sandbox unsafe-process in the full tier (test_fail_closed.py "
