@@ -130,7 +130,7 @@ GRADER_COPY_HEADER = """\
 """
 #: The same for a grader file that is Markdown (the rules' README.md).
 GRADER_MARKDOWN_HEADER = """\
-<!-- Generated from {name} by `make stubs`: the grader's rules, which the visible tests
+<!-- Generated from {name} by the release: the grader's rules, which the visible tests
      check. Learners: nothing to write here. Course staff: edit that file. -->
 """
 
