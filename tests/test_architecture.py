@@ -193,8 +193,6 @@ LINE_LIMITED = ("autograder", "solutions", "tools", "lumen")
 #: generated from lumen/ and are not held to it either (exercises/ is not in LINE_LIMITED).
 LONG_BY_NATURE = ("autograder/suites/test_*.py", "lumen/embeddings.py", "lumen/gpt2.py",
                   "lumen/figures.py")
-#: Long modules another session is splitting now: the lead empties this set when they land.
-WAITING: set[str] = set()
 
 
 def module_lines(root: Path) -> dict[str, int]:
@@ -204,10 +202,10 @@ def module_lines(root: Path) -> dict[str, int]:
             if "__pycache__" not in path.parts}
 
 
-def long_modules(root: Path, waiting: set[str] = WAITING) -> list[str]:
+def long_modules(root: Path) -> list[str]:
     """``file: N lines`` for each module over ``MAX_MODULE_LINES``, outside the exceptions."""
     return [f"{name}: {lines} lines" for name, lines in module_lines(root).items()
-            if lines > MAX_MODULE_LINES and name not in waiting
+            if lines > MAX_MODULE_LINES
             and not any(fnmatch.fnmatchcase(name, pattern) for pattern in LONG_BY_NATURE)]
 
 
@@ -218,20 +216,13 @@ def test_no_module_is_over_the_line_limit():
                       "it does and why:\n" + "\n".join(long))
 
 
-def test_the_waiting_modules_are_still_long():
-    """An entry of ``WAITING`` that got short (or went) is dropped from the set."""
-    lines = module_lines(ROOT)
-    short = sorted(name for name in WAITING if lines.get(name, 0) <= MAX_MODULE_LINES)
-    assert not short, f"WAITING lists modules now at most {MAX_MODULE_LINES} lines: {short}"
-
-
 def test_the_line_limit_can_fail(tmp_path):
-    """A long module is named with its length; a hidden suite, the chapter's code and a module
-    in ``WAITING`` are not, nor is a folder outside ``LINE_LIMITED``."""
+    """A long module is named with its length; a hidden suite and the chapter's code are not,
+    nor is a folder outside ``LINE_LIMITED``."""
     long = "x = 1\n" * (MAX_MODULE_LINES + 1)
     for name in ("tools/long.py", "tools/short.py", "autograder/suites/test_x.py",
-                 "lumen/gpt2.py", "lumen/waiting.py", "exercises/gpt2.py"):
+                 "lumen/gpt2.py", "exercises/gpt2.py"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("x = 1\n" if "short" in name else long, encoding="utf-8")
-    assert long_modules(tmp_path, waiting={"lumen/waiting.py"}) == [
+    assert long_modules(tmp_path) == [
         f"tools/long.py: {MAX_MODULE_LINES + 1} lines"]

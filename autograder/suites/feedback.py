@@ -141,6 +141,15 @@ def unwrap_meta(outcome: Outcome, what: str, module: str | None,
     )
 
 
+def unwrap_on(device: str, call: Callable[[str], Outcome], what: str,
+              module: str | None) -> object | None:
+    """``unwrap`` of ``call(device)``; on the meta device ``unwrap_meta``, judged against
+    ``call("cpu")``."""
+    if device == "meta":
+        return unwrap_meta(call(device), what, module, on_cpu=lambda: call("cpu"))
+    return unwrap(call(device), what, module)
+
+
 #: What a TypeError says when a call does not fit the function's parameters.
 _SIGNATURE = re.compile(r"unexpected keyword argument|positional argument|multiple values for "
                         r"argument|required keyword")

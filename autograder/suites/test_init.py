@@ -32,7 +32,7 @@ from autograder.suites.feedback import (
     expect_tensor,
     remembered,
     unwrap,
-    unwrap_meta,
+    unwrap_on,
     verdict_of,
 )
 from lumen import gpt2 as ref
@@ -209,8 +209,7 @@ def _on_devices(learner, seed: int, gen: torch.Generator, devices: list[str], me
             return learner.call("embedding_on_device", seed=seed, vocab_size=V, d_model=D,
                                 std=0.02, x=x, method=method, device=device)
 
-        result = (unwrap_meta(call(device), what, MODULE, on_cpu=lambda: call("cpu"))
-                  if device == "meta" else unwrap(call(device), what, MODULE))
+        result = unwrap_on(device, call, what, MODULE)
         if result is not None:
             out = expect_tensor(result["out"], what, device=device)
             if tuple(out.shape) != tuple(like.shape) or out.dtype != like.dtype:
@@ -601,8 +600,7 @@ def _gpt2_on_devices(learner, seed: int, devices: list[str]) -> None:
         def call(device: str):
             return learner.call("gpt2_on_device", seed=seed, config=CONFIG, device=device)
 
-        result = (unwrap_meta(call(device), what, "gpt2", on_cpu=lambda: call("cpu"))
-                  if device == "meta" else unwrap(call(device), what, "gpt2"))
+        result = unwrap_on(device, call, what, "gpt2")
         if result is None:
             continue
         state = result["placed"]
