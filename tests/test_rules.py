@@ -20,7 +20,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autograder import rules
+from autograder import ROOT, rules
 from autograder.grading import Grader
 from autograder.suites import bans
 from autograder.suites.feedback import Mistake
@@ -968,3 +968,28 @@ def test_a_file_python_cannot_parse_is_a_grade_from_the_command_line(tmp_path):
     assert len(refused) == 1 + len(certified_tests("embedding")), refused
     assert all(t["score"] == 0 for t in refused), refused
     assert sum("written by hand" in t["name"] for t in refused) == 1, refused
+
+
+def test_the_learners_command_reads_their_folder(tmp_path):
+    """``python -m exercises.rules [FOLDER]``, as the stub's docstring tells learners to run
+    it: 0 on the handed-out files, 1 naming the line of a banned built-in, 2 on a folder
+    without the files."""
+    import shutil
+    import subprocess
+    import sys
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "exercises.rules", *args], cwd=ROOT,
+                              capture_output=True, text=True, timeout=120)
+
+    clean = run()
+    assert clean.returncode == 0 and "nothing the grader refuses" in clean.stdout, clean
+    for name in ("embeddings.py", "params.py", "gpt2.py"):
+        shutil.copy(ROOT / "exercises" / name, tmp_path / name)
+    with (tmp_path / "embeddings.py").open("a", encoding="utf-8") as f:
+        f.write("\n\ndef lookup(w, ids):\n    return torch.nn.functional.embedding(ids, w)\n")
+    found = run(str(tmp_path))
+    assert found.returncode == 1 and "embeddings.py, line" in found.stdout, found
+    assert "is banned in stage 'embedding'" in found.stdout, found
+    empty = run(str(tmp_path / "nowhere"))
+    assert empty.returncode == 2 and "no embeddings.py" in empty.stdout, empty
