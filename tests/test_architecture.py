@@ -15,22 +15,25 @@ import pytest
 from autograder import ROOT
 
 PACKAGE = ROOT / "autograder"
-#: The packages whose modules the cycle check walks: the grader, and the release tooling it uses
-#: (the stubber, the handout, the notebook) and that uses it (the rubric's points, wording).
+#: The packages whose modules the cycle check walks: the grader, and the release tooling that
+#: uses it (the rubric's points, wording, autograder/publish/).
 OURS = ("autograder", "solutions")
 CORE = {"autograder", "autograder.results", "autograder.rubric", "autograder.mistakes",
         "autograder.words", "autograder.phases", "autograder.options"}
 
 #: room -> the rooms its modules may import (besides their own room and anything outside the
-#: grader: lumen, solutions' stubber, the standard library, torch, pytest).
+#: grader: lumen, the standard library, torch, pytest; never solutions/, which imports it).
 MAY_IMPORT: dict[str, set[str]] = {
     "core": set(),
     "sandboxed": set(),  # all the sandbox sees of the grader: it imports nothing of it
-    "boundary": {"core", "sandboxed"},
+    # what the grader needs of the release: the stubber, exercises/'s files, the notebook, the
+    # handout, zips; solutions/ (the release command) imports it
+    "publish": {"core"},
+    "boundary": {"core", "sandboxed", "publish"},
     "suites": {"core", "boundary", "sandboxed"},
     "views": {"core", "boundary"},
     "grading": {"core", "boundary", "suites"},
-    "frontends": {"core", "boundary", "grading", "views"},
+    "frontends": {"core", "boundary", "grading", "views", "publish"},
     # pytest's entry for an instructor running the hidden suites by hand: a front end that
     # lives beside the suites because pytest looks for it there.
     "suites-entry": {"core", "boundary", "grading", "suites"},
@@ -53,7 +56,8 @@ def room(module: str) -> str:
     if module == "autograder.suites.conftest":
         return "suites-entry"
     parts = module.split(".")
-    if len(parts) >= 2 and parts[1] in {"sandboxed", "boundary", "suites", "views", "frontends"}:
+    if len(parts) >= 2 and parts[1] in {"sandboxed", "boundary", "suites", "views", "frontends",
+                                        "publish"}:
         return parts[1]
     raise AssertionError(f"{module} is in no room: add it to a room of README's Layout table "
                          "and to this test")

@@ -39,7 +39,6 @@ KNOWN_LONG = {
     "autograder/frontends/nbgrade.py",
     "autograder/suites/bans.py",
     "lumen/rules.py",
-    "solutions/notebook.py",
 }
 
 #: Where citations are looked for: comments and docstrings of these folders' Python files, and
