@@ -30,7 +30,7 @@ STUBBED: tuple[str, ...] = stages.SUBMISSION_FILES
 #: lumen files learners get as they are: the tools to run their code on real data, and the
 #: checker of the source rules (rules.py), the very one the hidden grader runs on submissions.
 COPIED: tuple[str, ...] = ("stages.py", "tokenizer.py", "vectors.py", "explore.py", "rules.py",
-                           "live.py", "figures.py", "page.py", "page.html", "cli.py",
+                           "sections.py", "live.py", "figures.py", "page.py", "page.html", "cli.py",
                            "__main__.py")
 #: Grader modules the visible tests run too, so that they check what the hidden suite checks:
 #: source (under the repository) -> where it goes under exercises/.
@@ -79,8 +79,8 @@ The chapter, live: its examples, its six figures and its interactive page, on yo
     python -m exercises explore --out explore.html
 
 tokenizer.py, vectors.py, explore.py, stages.py, and cli.py with what it runs (live.py,
-figures.py, page.py, page.html) are given code: read them, no need to change them. rules.py
-is the grader's own checker of the rules at the top of embeddings.py:
+sections.py, figures.py, page.py, page.html) are given code: read them, no need to change
+them. rules.py is the grader's own checker of the rules at the top of embeddings.py:
 ``python -m exercises.rules`` runs it on your files. This file imports nothing, so importing
 one module stays cheap.
 """
