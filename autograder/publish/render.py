@@ -34,7 +34,8 @@ COPIED: tuple[str, ...] = ("stages.py", "tokenizer.py", "vectors.py", "explore.p
                            "__main__.py")
 #: Grader modules the visible tests run too, so that they check what the hidden suite checks:
 #: source (under the repository) -> where it goes under exercises/.
-GRADER_COPIED: dict[str, str] = {"autograder/sandboxed/meta_device.py": "tests/meta_device.py",
+GRADER_COPIED: dict[str, str] = {"autograder/sandboxed/probes/meta_device.py":
+                                 "tests/meta_device.py",
                                  "autograder/suites/id_dtypes.py": "tests/id_dtypes.py"}
 
 #: What exercises/ holds that the release does not write: the visible tests, written by hand
