@@ -31,8 +31,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from autograder.frontends import nbgrade  # noqa: E402
+from autograder.publish import notebook  # noqa: E402
 from lumen.stages import SUBMISSION_FILES  # noqa: E402
-from solutions import notebook  # noqa: E402
 
 TARGET = 0.3  # make nbgrade / stock nbgrader autograde, per learner (issue 18)
 

@@ -29,8 +29,8 @@ The chapter, live: its examples, its six figures and its interactive page, on yo
     python -m exercises explore --out explore.html
 
 tokenizer.py, vectors.py, explore.py, stages.py, and cli.py with what it runs (live.py,
-figures.py, page.py, page.html) are given code: read them, no need to change them. rules/
-is the grader's own checker of the rules at the top of embeddings.py (its README.md states
-them): ``python -m exercises.rules`` runs it on your files. This file imports nothing, so importing
-one module stays cheap.
+sections.py, figures.py, page.py, page.html) are given code: read them, no need to change
+them. rules/ is the grader's own checker of the rules at the top of embeddings.py (its
+README.md states them): ``python -m exercises.rules`` runs it on your files. This file
+imports nothing, so importing one module stays cheap.
 """

@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from . import figures
-from .explore import section
 from .live import (
     MODELS,
     PUBLISHED_TIED,
@@ -38,6 +37,7 @@ from .live import (
     stub_first,
     tiny_words,
 )
+from .sections import section
 
 PACKAGE = __package__ or "lumen"
 

@@ -22,7 +22,7 @@ import torch
 from .embeddings import Embedding, embed_via_onehot, expected_dot_std
 from .live import load_impl, stub_first, tiny_words
 from .params import PRESETS, count_params, format_table
-from .stages import parse_stub_message
+from .sections import section, skip_note
 from .tokenizer import encode, token_strings
 from .vectors import WordVectors, load_glove
 
@@ -31,23 +31,6 @@ if TYPE_CHECKING:
 
 TEXT = "The cat sat"
 NEIGHBOUR_WORDS = ("cat", "king", "paris")
-def skip_note(error: NotImplementedError, stage: str) -> str:
-    """The one line for a section (or a panel) whose stage is not written yet."""
-    stub = parse_stub_message(str(error))
-    if stub is None:
-        return f"stage '{stage}' not implemented yet - skipped ({error})"
-    return f"stage '{stub[1]}' not implemented yet - skipped ({stub[0]} is still a stub)"
-
-
-def section(title: str, stage: str, body: Callable[[], None]) -> None:
-    """Print ``title``, then run ``body``; a NotImplementedError skips it instead of crashing."""
-    print(f"\n== {title} ==")
-    try:
-        with torch.set_grad_enabled(False):  # looking, not training
-            body()
-    except NotImplementedError as error:
-        print("  " + skip_note(error, stage))
-
 
 @contextlib.contextmanager
 def placeholders_until_init() -> Iterator[list[str]]:

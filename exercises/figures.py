@@ -303,7 +303,7 @@ def draw_map(ax: Any, xy: torch.Tensor, title: str) -> None:
 
 
 def note_panel(ax: Any, note: str) -> None:
-    """A panel whose stage is not written yet: its note (``explore.skip_note``) in its place."""
+    """A panel whose stage is not written yet: its note (``sections.skip_note``) in its place."""
     ax.text(0.5, 0.5, note.replace(" - ", "\n"), ha="center", va="center", wrap=True,
             fontsize=9, transform=ax.transAxes)
     ax.set_axis_off()

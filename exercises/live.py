@@ -66,7 +66,7 @@ def load_impl(package: str) -> Impl:
 def stub_first(call: Callable[[], object]) -> None:
     """``call()``: the package's own functions on ``tiny_words``, before GloVe loads, so that a
     stage not written yet says so at once (its stub's NotImplementedError goes on, to
-    ``explore.section``'s one line). Anything else it raises is left to the call on GloVe."""
+    ``sections.section``'s one line). Anything else it raises is left to the call on GloVe."""
     try:
         call()
     except NotImplementedError:

@@ -20,7 +20,6 @@ from typing import Any
 
 import torch
 
-from .explore import skip_note
 from .figures import PLACEHOLDER_NOTE, toy_table
 from .live import (
     LLAMA3_8B,
@@ -34,6 +33,7 @@ from .live import (
     model_shape,
     toy_map,
 )
+from .sections import skip_note
 
 TEMPLATE = Path(__file__).with_name("page.html")
 DATA_MARK = "/*DATA*/null"  # where the JSON goes, inside <script type="application/json">

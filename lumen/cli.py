@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from . import figures
-from .explore import section
 from .live import (
     MODELS,
     PUBLISHED_TIED,
@@ -36,6 +35,7 @@ from .live import (
     stub_first,
     tiny_words,
 )
+from .sections import section
 
 PACKAGE = __package__ or "lumen"
 

@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     # As `python -m exercises params` does: a stub is one line that names its stage, not a
-    # traceback (explore.section; this block is neither read by the rules nor run by the grader).
-    from .explore import section
+    # traceback (sections.section; this block is neither read by the rules nor run by the grader).
+    from .sections import section
 
     section(f"count_params in {__package__}/", "params", main)  # as the command line says it

@@ -2,7 +2,9 @@
 
 The rooms and what each may import are README's "Layout" table; this file is that table's
 check. Every import counts, wherever it is written (top of a module, inside a function, under
-``TYPE_CHECKING``): a back-reference is one whether or not it runs at import time. And no
+``TYPE_CHECKING``): a back-reference is one whether or not it runs at import time. No cycle
+either between modules or between packages (the grader's rooms, and solutions/, lumen/,
+tools/, exercises/), and no module imports another room's private (``_``) name. And no
 module is over ``MAX_MODULE_LINES`` lines (issue 31): a module that long holds several jobs.
 """
 
@@ -17,23 +19,27 @@ import pytest
 from autograder import ROOT
 
 PACKAGE = ROOT / "autograder"
-#: The packages whose modules the cycle check walks: the grader, and the release tooling it uses
-#: (the stubber, the handout, the notebook) and that uses it (the rubric's points, wording).
-OURS = ("autograder", "solutions")
+#: The packages whose modules the cycle checks walk: the grader, the release tooling that uses
+#: it (solutions/: the rubric's points, wording, autograder/publish/), the reference and its
+#: generated copy, and the tools.
+OURS = ("autograder", "solutions", "lumen", "tools", "exercises")
 CORE = {"autograder", "autograder.results", "autograder.rubric", "autograder.mistakes",
         "autograder.words", "autograder.phases", "autograder.options"}
 
 #: room -> the rooms its modules may import (besides their own room and anything outside the
-#: grader: lumen, solutions' stubber, the standard library, torch, pytest).
+#: grader: lumen, the standard library, torch, pytest; never solutions/, which imports it).
 MAY_IMPORT: dict[str, set[str]] = {
     "core": set(),
     "sandboxed": set(),  # all the sandbox sees of the grader: it imports nothing of it
     "rules": set(),  # learners get it whole as exercises/rules/: it must stand alone
-    "boundary": {"core", "sandboxed"},
+    # what the grader needs of the release: the stubber, exercises/'s files, the notebook, the
+    # handout, zips; solutions/ (the release command) imports it
+    "publish": {"core"},
+    "boundary": {"core", "sandboxed", "publish"},
     "suites": {"core", "boundary", "sandboxed", "rules"},
     "views": {"core", "boundary"},
     "grading": {"core", "boundary", "suites"},
-    "frontends": {"core", "boundary", "grading", "views"},
+    "frontends": {"core", "boundary", "grading", "views", "publish"},
     # pytest's entry for an instructor running the hidden suites by hand: a front end that
     # lives beside the suites because pytest looks for it there.
     "suites-entry": {"core", "boundary", "grading", "suites"},
@@ -57,38 +63,51 @@ def room(module: str) -> str:
         return "suites-entry"
     parts = module.split(".")
     if len(parts) >= 2 and parts[1] in {"sandboxed", "rules", "boundary", "suites", "views",
-                                         "frontends"}:
+                                        "frontends", "publish"}:
         return parts[1]
     raise AssertionError(f"{module} is in no room: add it to a room of README's Layout table "
                          "and to this test")
 
 
-def imports(path: Path) -> set[str]:
-    """The grader modules the file ``path`` imports."""
-    return imports_of(path.read_text(encoding="utf-8"), module_name(path),
-                      path.name == "__init__.py")
+def import_lines(path: Path) -> dict[str, list[int]]:
+    """Our modules the file ``path`` imports, each with the lines that import it."""
+    return import_lines_of(path.read_text(encoding="utf-8"), module_name(path),
+                           path.name == "__init__.py")
 
 
 def imports_of(source: str, module: str, is_package: bool = False) -> set[str]:
-    """The grader modules ``source`` (the text of ``module``) imports, resolved to module names
+    """Our modules ``source`` (the text of ``module``) imports, resolved to module names
     (``from . import x`` names the module ``x`` when it is one)."""
+    return set(import_lines_of(source, module, is_package))
+
+
+def _target(node: ast.ImportFrom, module: str, is_package: bool) -> str:
+    """The module a ``from ... import`` statement of ``module`` imports from."""
+    if not node.level:
+        return node.module or ""
     package = module if is_package else module.rpartition(".")[0]
-    found: set[str] = set()
+    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def import_lines_of(source: str, module: str, is_package: bool = False) -> dict[str, list[int]]:
+    """As ``imports_of``, each module with the line numbers of the statements importing it."""
+    found: dict[str, list[int]] = {}
     for node in ast.walk(ast.parse(source)):
+        names: list[str] = []
         if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
+            names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
-            found.add(target)
+            target = _target(node, module, is_package)
+            names = [target]
             for alias in node.names:  # `from . import batch`: the module autograder.x.batch
                 candidate = f"{target}.{alias.name}"
                 if _exists(candidate):
-                    found.add(candidate)
-    return {name for name in found if name.split(".")[0] in OURS}
+                    names.append(candidate)
+        for name in names:
+            if name.split(".")[0] in OURS and node.lineno not in found.setdefault(name, []):
+                found[name].append(node.lineno)
+    return {name: sorted(lines) for name, lines in found.items()}
 
 
 def _exists(module: str) -> bool:
@@ -98,8 +117,10 @@ def _exists(module: str) -> bool:
 
 
 MODULES = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
-GRAPH = {module_name(path): imports(path)
-         for package in OURS for path in sorted((ROOT / package).rglob("*.py"))}
+FILES = {module_name(path): path for top in OURS for path in sorted((ROOT / top).rglob("*.py"))
+         if "__pycache__" not in path.parts}
+LINES = {module: import_lines(path) for module, path in FILES.items()}
+GRAPH = {module: set(targets) for module, targets in LINES.items()}
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
@@ -112,39 +133,160 @@ def test_each_module_imports_only_the_rooms_its_room_may(module):
                        f"{sorted(allowed)} (README, Layout)")
 
 
-def test_no_module_imports_back_into_a_cycle():
-    """Modules, not rooms: a room's modules may use each other, but never in a circle; nor may
-    the grader and the release tooling (solutions/) import each other in a circle."""
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """A cycle of ``graph`` (node -> the nodes it imports), as its nodes with the first one
+    again at the end; None when there is none. Edges to a node outside the graph, and a node's
+    edge to itself, do not count."""
     state: dict[str, int] = {}  # 1: on the path being walked, 2: done
     path: list[str] = []
 
-    def walk(module: str) -> list[str] | None:
-        state[module] = 1
-        path.append(module)
-        for target in sorted(GRAPH.get(module, ())):
-            if target == module or target not in GRAPH:
+    def walk(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for target in sorted(graph.get(node, ())):
+            if target == node or target not in graph:
                 continue
             if state.get(target) == 1:
                 return path[path.index(target):] + [target]
             if target not in state and (cycle := walk(target)):
                 return cycle
-        state[module] = 2
+        state[node] = 2
         path.pop()
         return None
 
-    for module in sorted(GRAPH):
-        if module not in state and (cycle := walk(module)):
-            pytest.fail("an import cycle: " + " -> ".join(cycle))
+    for node in sorted(graph):
+        if node not in state and (cycle := walk(node)):
+            return cycle
+    return None
+
+
+def test_no_module_imports_back_into_a_cycle():
+    """Modules, not rooms: a room's (or a package's: lumen/, solutions/, ...) modules may use
+    each other, but never in a circle."""
+    cycle = find_cycle(GRAPH)
+    assert cycle is None, "an import cycle: " + " -> ".join(cycle or ())
+
+
+
+
+def package(module: str, rooms: bool) -> str:
+    """The package-level node of ``module``: its top-level package (autograder, solutions,
+    lumen, tools, exercises), or with ``rooms`` the grader's room it is in (``autograder:core``,
+    ``autograder:boundary``, ...)."""
+    top = module.split(".")[0]
+    return f"autograder:{room(module)}" if rooms and top == "autograder" else top
+
+
+def package_edges(lines: dict[str, dict[str, list[int]]],
+                  rooms: bool) -> dict[tuple[str, str], list[str]]:
+    """(importing package, imported package) -> the import lines that make the edge, each as
+    ``module:line imports target``, from ``lines`` (module -> the modules it imports -> the
+    lines)."""
+    edges: dict[tuple[str, str], list[str]] = {}
+    for module, targets in sorted(lines.items()):
+        for target, numbers in sorted(targets.items()):
+            if target not in lines:
+                continue
+            edge = (package(module, rooms), package(target, rooms))
+            if edge[0] != edge[1]:
+                edges.setdefault(edge, []).extend(f"{module}:{n} imports {target}"
+                                                  for n in numbers)
+    return edges
+
+
+def package_cycle_message(lines: dict[str, dict[str, list[int]]], rooms: bool) -> str | None:
+    """What the package check says of ``lines``: a cycle between packages, naming each of its
+    edges' import lines; None when there is none."""
+    edges = package_edges(lines, rooms)
+    graph: dict[str, set[str]] = {package(module, rooms): set() for module in lines}
+    for importer, imported in edges:
+        graph[importer].add(imported)
+    cycle = find_cycle(graph)
+    if cycle is None:
+        return None
+    steps = [f"{a} -> {b}: " + "; ".join(edges[(a, b)])
+             for a, b in zip(cycle, cycle[1:], strict=False)]
+    return "packages import each other in a circle: " + " -> ".join(cycle) + "\n" + \
+        "\n".join(steps)
+
+
+@pytest.mark.parametrize("rooms", [False, True], ids=["top-level packages", "the grader's rooms"])
+def test_no_package_imports_a_package_that_imports_it_back(rooms):
+    """Packages as nodes: the top-level ones (autograder, solutions, lumen, tools, exercises),
+    then with the grader split into its rooms. One that imports another is never imported
+    back, through any chain: the release (solutions/) imports autograder/publish/ and the core,
+    so the grader imports nothing of solutions/."""
+    message = package_cycle_message(LINES, rooms)
+    assert message is None, message
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_the_grader_imports_nothing_of_the_release_tooling(module):
+    found = sorted(t for t in GRAPH[module] if t.split(".")[0] == "solutions")
+    assert not found, (f"{module} imports {found}: what the grader needs of the release is in "
+                       "autograder/publish/")
+
+
+
+
+def private_imports(module: str, source: str, is_package: bool = False) -> list[str]:
+    """The ``_``-names ``source`` (the text of ``module``) imports from another room."""
+    def where(name: str) -> str:
+        return room(name) if name.split(".")[0] == "autograder" else name.split(".")[0]
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        target = _target(node, module, is_package)
+        if target.split(".")[0] not in OURS or where(target) == where(module):
+            continue
+        found += [f"line {node.lineno}: {alias.name} from {target}" for alias in node.names
+                  if alias.name.startswith("_") and not alias.name.startswith("__")]
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(FILES))
+def test_no_module_imports_another_rooms_private_name(module):
+    """A ``_`` name is its room's own: another room that needs it asks for it to be public."""
+    path = FILES[module]
+    found = private_imports(module, path.read_text(encoding="utf-8"), path.name == "__init__.py")
+    assert not found, f"{module} imports another room's private names: {found}"
 
 
 def test_the_checks_can_fail():
     """A boundary module importing a front end breaks the room rule; a core module importing
-    the pipeline that imports it closes a cycle."""
+    the pipeline that imports it closes a cycle; a package importing one that imports it back
+    closes a package cycle, named with its import lines; a front end importing intake's
+    private name is caught."""
     found = imports_of("from ..frontends import batch\n", "autograder.boundary.probe")
     assert "autograder.frontends.batch" in found and room("autograder.frontends.batch") not in (
         MAY_IMPORT["boundary"] | {"boundary"})
     back = imports_of("from .grading import Grader\n", "autograder.results")
     assert "autograder.grading" in back and "autograder.results" in GRAPH["autograder.grading"]
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b", "a"}, "b": set()}) is None
+    before = {  # the grader and the release before autograder/publish/: a circle
+        "autograder.boundary.request": import_lines_of(
+            "import os\nfrom solutions.stubber import stub\n", "autograder.boundary.request"),
+        "solutions.stubber": {},
+        "solutions.notebook": import_lines_of("from autograder.words import counted\n",
+                                              "solutions.notebook"),
+        "autograder.words": {},
+    }
+    message = package_cycle_message(before, rooms=False) or ""
+    assert "autograder -> solutions -> autograder" in message, message
+    assert "autograder.boundary.request:2 imports solutions.stubber" in message, message
+    assert "solutions.notebook:1 imports autograder.words" in message, message
+    assert package_cycle_message(before, rooms=True) is None  # core imports no boundary
+    rooms = {**before, "solutions.notebook": {"autograder.boundary.request": [3]}}
+    message = package_cycle_message(rooms, rooms=True) or ""
+    assert "autograder:boundary -> solutions -> autograder:boundary" in message, message
+    assert package_cycle_message({"lumen.a": {}, "solutions.b": {"lumen.a": [1]}}, False) is None
+    assert private_imports("autograder.frontends.x",
+                           "from ..boundary.intake import Unusable, _read_regular\n") == [
+        "line 1: _read_regular from autograder.boundary.intake"]
+    assert private_imports("autograder.sandboxed.probes.x", "from .shared import _call\n") == []
 
 
 def test_every_import_of_ours_names_a_module_that_exists():

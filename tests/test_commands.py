@@ -30,7 +30,8 @@ from pathlib import Path
 
 import pytest
 
-from solutions import handout, release
+from autograder.publish import handout
+from solutions import release
 from tests import documented
 
 ROOT = documented.ROOT

@@ -36,7 +36,6 @@ KNOWN_LONG = {
     "autograder/frontends/classroom.py",
     "autograder/frontends/gradescope.py",
     "autograder/suites/bans.py",
-    "solutions/notebook.py",
 }
 
 #: Where citations are looked for: comments and docstrings of these folders' Python files, and

@@ -381,7 +381,7 @@ def nbgraded_hostile(tmp_path_factory):
     file name is HTML) and ``honest``, and two folders whose names are formulas."""
     import nbformat
 
-    from solutions import notebook
+    from autograder.publish import notebook
 
     root = tmp_path_factory.mktemp("nbescape")
     subs = root / "submissions"
@@ -491,7 +491,7 @@ def test_repair_keeps_the_learners_cells_and_the_releases_metadata():
     metadata, points, notebook metadata and malformed cell metadata are not carried over."""
     import nbformat
 
-    from solutions import notebook
+    from autograder.publish import notebook
 
     release = nbformat.read(ROOT / "exercises" / notebook.NOTEBOOK, as_version=4)
     nb = nbformat.from_dict(json.loads(json.dumps(release)))
@@ -661,7 +661,7 @@ def test_the_release_notebook_is_stored_as_it_is():
     """Every Markdown cell the course itself wrote (what an honest learner leaves alone)."""
     import nbformat
 
-    from solutions import notebook
+    from autograder.publish import notebook
 
     release = nbformat.read(ROOT / "exercises" / notebook.NOTEBOOK, as_version=4)
     for cell in release.cells:
@@ -680,7 +680,7 @@ def test_nbgrader_stores_written_answers_inert(nbgraded_hostile):
     """submitted/ (our copy) and autograded/ (nbgrader's, which formgrader renders): the
     hostile learner's written answers hold no raw tag and no script link; the note says
     so; the honest learner's answers are theirs, with no note."""
-    from solutions import notebook
+    from autograder.publish import notebook
 
     _, course, _ = nbgraded_hostile
     for folder in ("submitted", "autograded"):
@@ -778,7 +778,7 @@ def test_repair_scans_only_so_much_markdown(monkeypatch):
     scanned (a few renderings each), never the ones stored as plain text."""
     import nbformat
 
-    from solutions import notebook
+    from autograder.publish import notebook
 
     release = nbformat.read(ROOT / "exercises" / notebook.NOTEBOOK, as_version=4)
     nb = nbformat.from_dict(json.loads(json.dumps(release)))

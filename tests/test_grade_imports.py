@@ -16,12 +16,14 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from autograder.frontends.gradescope import GRADER_REQUIREMENTS
-from solutions.handout import requirement_lines
+from autograder.publish.handout import requirement_lines
 
 ROOT = Path(__file__).resolve().parents[1]
-#: Top-level packages a grade must not import (the release and nbgrader tooling's).
-UNNEEDED = ("nbformat", "nbgrader", "lark", "jsonschema", "rfc3987_syntax", "solutions.release",
-            "solutions.notebook")
+#: Top-level packages a grade must not import (the release and nbgrader tooling's), and the
+#: modules of autograder/publish/ only the release, the handout and nbgrade use.
+UNNEEDED = ("nbformat", "nbgrader", "lark", "jsonschema", "rfc3987_syntax", "solutions",
+            "autograder.publish.notebook", "autograder.publish.render",
+            "autograder.publish.handout")
 
 GRADE_THEN_LIST = """
 import json, sys
@@ -38,7 +40,7 @@ def test_a_grade_imports_no_release_tooling():
     line = [x for x in done.stdout.splitlines() if x.startswith("MODULES=")][-1]
     code, modules = json.loads(line.removeprefix("MODULES="))
     assert code == 0 and "15.0 / 15" in done.stdout  # it really graded, and fully
-    assert "solutions.stubber" in modules  # the stub maker grading does need
+    assert "autograder.publish.stubber" in modules  # the stub maker grading does need
     imported = [m for m in modules if m.split(".")[0] in UNNEEDED or m in UNNEEDED]
     assert not imported, f"a grade imported {imported}"
 

@@ -50,7 +50,7 @@ def test_zip_holds_the_scripts_and_the_grader(autograder_zip):
                    "autograder/rubric.toml", "autograder/suites/test_embedding.py",
                    "autograder/sandboxed/worker.py", "autograder/sandboxed/loader.py",
                    "autograder/sandboxed/probes/tying.py", "lumen/embeddings.py",
-                   "solutions/stubber.py", gradescope.GRADER_REQUIREMENTS):
+                   "autograder/publish/stubber.py", gradescope.GRADER_REQUIREMENTS):
         assert needed in names, f"{needed} is missing from the autograder zip"
     assert modes["setup.sh"] & stat.S_IXUSR and modes["run_autograder"] & stat.S_IXUSR
     assert not [n for n in names if n.startswith(("tests/", "exercises/", ".venv/"))]
@@ -113,14 +113,15 @@ def test_zip_ships_nothing_grading_does_not_need(autograder_zip):
     could use if it did but what grading needs: no course source, handout or dev tools."""
     with zipfile.ZipFile(autograder_zip) as archive:
         names = set(archive.namelist())
-    for unneeded in ("solutions/course/", "solutions/handout.py", "solutions/README.md",
-                     "solutions/zips.py", "solutions/release.py", "solutions/notebook.py",
+    for unneeded in ("solutions/", "autograder/publish/handout.py", "autograder/publish/zips.py",
+                     "autograder/publish/render.py", "autograder/publish/notebook.py",
                      "requirements.txt", "requirements-dev.txt", "handout/", "tools/",
                      "benchmarks/", "Makefile",
                      "README.md", ".github/"):
         assert not [n for n in names if n == unneeded or n.startswith(unneeded)], unneeded
-    solutions = {n for n in names if n.startswith("solutions/")}
-    assert solutions == {"solutions/__init__.py", "solutions/stubber.py"}  # the stub maker alone
+    publish = {n for n in names if n.startswith("autograder/publish/")}
+    assert publish == {"autograder/publish/__init__.py", "autograder/publish/stubber.py"}  # the
+    # stub maker alone of the release
 
 
 def _fake_programs(folder: Path, programs: dict[str, str]) -> str:

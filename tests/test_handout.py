@@ -22,7 +22,8 @@ from xml.etree import ElementTree
 
 import pytest
 
-from solutions import handout, release
+from autograder.publish import handout, render
+from solutions import release
 
 ROOT = release.ROOT
 MIN_LINE = 20  # shorter solution lines ("else:", "return x", ")") are common in given code
@@ -264,7 +265,7 @@ def test_edited_exercises_are_named_as_edits_with_both_ways_out(tmp_path, monkey
     # freshness tests read the real one, perhaps at this moment in another pytest-xdist worker.
     exercises = tmp_path / "exercises"
     shutil.copytree(release.EXERCISES, exercises, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(release, "EXERCISES", exercises.resolve())  # git's copy is HEAD's
+    monkeypatch.setattr(render, "EXERCISES", exercises.resolve())  # git's copy is HEAD's
     path = exercises / "embeddings.py"
     path.write_bytes(path.read_bytes() + b"\n# a learner's note\n")
     with pytest.raises(handout.HandoutError) as caught:

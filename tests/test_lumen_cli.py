@@ -23,11 +23,12 @@ from pathlib import Path
 import pytest
 import torch.nn.functional as F
 
+from autograder.publish import handout
 from lumen import cli
 from lumen.live import impl_package
 from lumen.stages import SUBMISSION_FILES
 from lumen.vectors import load_glove
-from solutions import handout, release
+from solutions import release
 
 ROOT = Path(__file__).resolve().parents[1]
 SKIP_LINE = re.compile(
@@ -153,9 +154,9 @@ def _alone() -> dict[str, str]:
 def _unpacked_handout(folder: Path) -> Path:
     """What a learner unzips (handout.exercise_files: the committed exercises/, which
     tests/test_release.py proves fresh, and the README), built without the zip for speed."""
-    for path in handout.exercise_files(handout.release.EXERCISES):
+    for path in handout.exercise_files(handout.render.EXERCISES):
         (folder / "exercises" / path).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(handout.release.EXERCISES / path, folder / "exercises" / path)
+        shutil.copy(handout.render.EXERCISES / path, folder / "exercises" / path)
     shutil.copy(handout.README, folder / "README.md")
     return folder
 

@@ -85,7 +85,7 @@ def test_a_tied_model_moved_to_the_meta_device_keeps_one_table():
     the same Parameter (``module.to("meta")`` would give each module its own copy)."""
     import torch
 
-    from autograder.sandboxed.meta_device import MetaWithValues
+    from autograder.sandboxed.probes.meta_device import MetaWithValues
     from lumen import gpt2
 
     torch.manual_seed(SEED)

@@ -31,10 +31,11 @@ import pytest
 
 from autograder.frontends import nbgrade
 from autograder.grading import Grader
+from autograder.publish import notebook
 from autograder.results import StageGrade, TestResult
 from autograder.rubric import load as load_rubric
 from lumen.stages import STAGE_NAMES, SUBMISSION_FILES
-from solutions import notebook, release
+from solutions import release
 from tests import test_page
 
 ROOT = Path(__file__).resolve().parents[1]

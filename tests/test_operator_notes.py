@@ -26,10 +26,11 @@ from autograder.frontends import batch_records, batch_server, classbook, classro
 from autograder.frontends.summary import SUMMARY, write_summary
 from autograder.grading import Grader
 from autograder.options import Options
+from autograder.publish import notebook
 from autograder.results import Grade
 from autograder.views import report
 from lumen.stages import STAGE_NAMES
-from solutions import notebook, release
+from solutions import release
 
 ROOT = Path(__file__).resolve().parents[1]
 MODES = ("bwrap", "unsafe-process")

@@ -1,6 +1,6 @@
 """Partial work shows: a learner part-way through sees exactly what their finished stages allow.
 
-The stages are walked in order (``release.render(solved=...)`` writes the stubs with the first
+The stages are walked in order (``render.render(solved=...)`` writes the stubs with the first
 k stages solved, as a learner has them after k stages); after each, the command line's figures
 and the offline page's sections are exactly those whose stages are all finished, and every
 figure or section left out names a stage still to finish. Before stage 'init' the lookups run
@@ -102,7 +102,7 @@ LAB_NEEDS = {"one_hot(ids": {"embedding", "onehot"}, "emb(ids)": {"embedding"},
 @pytest.mark.parametrize("k", range(len(STAGE_NAMES) + 1))
 def test_the_lab_notebook_runs_every_cell_the_finished_stages_allow(k, partial, monkeypatch,
                                                                      capsys):
-    """exercises/lab.ipynb's cells (the released notebook: solutions/notebook.py), run in
+    """exercises/lab.ipynb's cells (the released notebook: autograder/publish/notebook.py), run in
     order on the learner's package: a cell is skipped exactly when a stage it needs is not
     finished, with the stub's message naming that stage."""
     import nbformat

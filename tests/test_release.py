@@ -82,7 +82,7 @@ def test_committed_exercises_are_fresh():
 
 
 def test_a_submission_is_the_handouts_files():
-    """``release.submission`` (what the benchmarks and the front ends' tests hand in) is the
+    """``render.submission`` (what the benchmarks and the front ends' tests hand in) is the
     handout's own .py files, for any stages solved."""
     for solved in ([], ["embedding", "params"], list(stages.STAGE_NAMES)):
         handout = release.render(solved)
@@ -505,8 +505,8 @@ def test_the_release_writes_the_rubrics_points_into_the_notebook():
 
     import nbformat
 
+    from autograder.publish import notebook
     from autograder.rubric import load
-    from solutions import notebook
 
     source = nbformat.read(notebook.SOURCE, as_version=4)
     wrong = copy.deepcopy(source)

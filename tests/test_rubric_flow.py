@@ -36,7 +36,7 @@ PROBE = textwrap.dedent('''
     import nbformat
     from autograder.frontends import classroom, classroom_runner, gradescope, nbgrade
     from autograder.rubric import load
-    from solutions import notebook
+    from autograder.publish import notebook
 
     results = json.loads(Path(sys.argv[1]).read_text())
     stage = results["extra_data"]["stages"]["embedding"]

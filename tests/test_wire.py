@@ -836,7 +836,7 @@ def test_builtin_bases_are_read_without_running_the_learners_code():
     """An exception's built-in classes, for ``feedback.is_one_of``: a subclass of IndexError
     names IndexError; a class merely called IndexError does not; a metaclass whose attribute
     lookup raises, or that lies about ``__module__``, neither runs nor fools the reading."""
-    from autograder.sandboxed.protocol import builtin_bases
+    from autograder.sandboxed.probes.shared import builtin_bases
     from autograder.suites.feedback import is_one_of
 
     class TokenIndexError(IndexError):

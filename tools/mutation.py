@@ -21,8 +21,8 @@ from mutmut.mutation.file_mutation import create_mutations
 
 from autograder.grading import Grader
 from autograder.options import Options
+from autograder.publish.stubber import LUMEN, find_regions
 from lumen.stages import SUBMISSION_FILES
-from solutions.release import LUMEN, find_regions
 
 CPU_ONLY = ("moves a tensor to the device it is already on: the same on a machine with one "
             "device (CI); the CUDA pass tells them apart on a GPU runner")

@@ -14,7 +14,8 @@ import functools
 from dataclasses import asdict, dataclass
 
 from lumen import stages
-from solutions.stubber import LUMEN, stub
+
+from ..publish.stubber import LUMEN, stub
 
 #: The learner's modules, in dependency order (gpt2 imports the other two): every request names
 #: them, and the stage process loads what its request names (the worker keeps no list).

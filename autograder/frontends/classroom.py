@@ -1,9 +1,9 @@
 """GitHub Classroom: ``python -m autograder.frontends.classroom template --out build/classroom`` (or
 ``make classroom``) writes the assignment's template repository; ``report`` is its grading step.
 
-The template is the handout (``solutions/handout.py``: exercises/, the learner's README and
-requirements) plus ``.github/workflows/classroom.yml``, which GitHub runs on every push and
-which reports through GitHub Classroom's grading reporter
+The template is the handout (``autograder/publish/handout.py``: exercises/, the learner's
+README and requirements) plus ``.github/workflows/classroom.yml``, which GitHub runs on every
+push and which reports through GitHub Classroom's grading reporter
 (classroom-resources/autograding-grading-reporter), one runner per stage, so each stage earns
 partial credit. Two modes:
 
@@ -36,11 +36,11 @@ import sys
 from pathlib import Path
 
 from lumen.stages import STAGE_NAMES
-from solutions.handout import FOLDER, HandoutError, contents
 
 from .. import ROOT, options
 from ..grading import Grader, GraderError
 from ..options import Options, add_arguments
+from ..publish.handout import FOLDER, HandoutError, contents
 from ..results import Grade
 from ..rubric import RubricError, load
 from ..views import report as views

@@ -9,11 +9,10 @@ scripts and exactly the files a grade reads (``files``): every module it imports
 following the imports from where a grade starts (``ENTRIES``: the grade command, the hidden
 suites pytest collects, the program run in the sandbox), the data files it opens (``DATA``),
 and setup.sh's requirements-grader.txt (a grade's pins: not the notebook's, nbgrader's or the
-figures'). So lumen's reference modules are in it (the hidden suites
-compare against them in the grader's process) and the stub maker (solutions/stubber.py), but
-not the other commands' front ends (``OTHER_COMMANDS``), lumen's CLI, figures, page or
-tokenizer, the learners' exercises/, this repository's tests, the nbgrader course source or
-the handout.
+figures'). So lumen's reference modules are in it (the hidden suites compare against them in
+the grader's process) and the stub maker (autograder/publish/stubber.py), but not the other
+commands' front ends (``OTHER_COMMANDS``), lumen's CLI, figures, page or tokenizer, the
+learners' exercises/, this repository's tests, the nbgrader course source or the handout.
 tests/test_gradescope.py traces a grade run from the zip (every file opened, in the grader's
 process and in the sandbox) and requires the same list.
 
@@ -42,11 +41,10 @@ import sys
 import zipfile
 from pathlib import Path
 
-from solutions.zips import write_zip
-
 from .. import ROOT
 from ..boundary.launcher import PROBE
 from ..options import ARGUMENTS, DEFAULT_VISIBILITY, VISIBILITIES
+from ..publish.zips import write_zip
 from ..words import counted
 
 #: Where a grade starts, relative to the repository's root: the command run_autograder runs

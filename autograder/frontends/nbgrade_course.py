@@ -4,7 +4,7 @@
 the due date, if given) and appends ``grading_config`` to its nbgrader_config.py: our
 preprocessor in place of nbgrader's Execute, the sanitising feedback exporter, the late
 penalty. This is the one module of nbgrade's that imports the course's source
-(solutions/notebook.py); the others take its names from here.
+(autograder/publish/notebook.py); the others take its names from here.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from pathlib import Path
 from nbgrader.api import Gradebook
 from nbgrader.utils import parse_utc
 
+from autograder.publish import notebook
+from autograder.publish.notebook import ASSIGNMENT, NOTEBOOK, grade_id, nbgrader_cells
+from autograder.publish.notebook import NotebookError as NotebookError  # what this front end raises
 from lumen.stages import SUBMISSION_FILES
-from solutions import notebook
-from solutions.notebook import ASSIGNMENT, NOTEBOOK, grade_id, nbgrader_cells
-from solutions.notebook import NotebookError as NotebookError  # what this front end raises
 
 from .. import ROOT
 from ..options import LATE_PENALTIES

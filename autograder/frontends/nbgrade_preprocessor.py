@@ -25,7 +25,8 @@ from ..views.report import check_name, check_output
 from .classbook import GRADE, read_grade
 from .nbgrade_course import GRADES, NbgradeError, grade_id
 
-#: A stage's check cell in the lab notebook -> the stage (grade ids: solutions/notebook.py).
+#: A stage's check cell in the lab notebook -> the stage (grade ids:
+#: autograder/publish/notebook.py).
 CHECK_CELLS = {grade_id(s): s for s in STAGE_NAMES}
 
 

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 import given as given_code
 import protocol
 import scaffolds
+from probes.shared import builtin_bases  # an exception's built-in classes, as a probe reports them
 
 PACKAGE = "submission"  # the learner's files are imported as submission.embeddings, ...
 
@@ -52,7 +53,7 @@ def error_data(exc: BaseException, files: tuple[str, ...] = ()) -> dict:
         "type": protocol.type_name(exc),
         # the built-in classes it is an instance of: a TokenIndexError(IndexError) is caught
         # by every ``except IndexError``, so it keeps that promise (feedback.expect_error)
-        "bases": protocol.builtin_bases(exc),
+        "bases": builtin_bases(exc),
         "message": message[: protocol.MAX_STRING],
         "where": frames[-5:],  # whether it is a stub's is read from the message, by the grader
     }

@@ -16,7 +16,6 @@ any other failure while reading is a ProtocolError too (``_read_safely``).
 
 from __future__ import annotations
 
-import builtins
 import json
 import re
 import struct
@@ -57,22 +56,6 @@ def type_name(obj: object) -> str:
         return name[:200] if type(name) is str else "?"
     except Exception:  # noqa: BLE001 - a metaclass can make even this raise
         return "?"
-
-
-def builtin_bases(obj: object, limit: int = 20) -> list[str]:
-    """The built-in classes in the MRO of ``obj``'s type (``IndexError``, ``LookupError``, ...),
-    read without running code ``obj`` defines: what ``except IndexError`` matches against."""
-    try:
-        mro = type.__getattribute__(type(obj), "__mro__")
-        out = []
-        for cls in mro[:64]:
-            name = type.__getattribute__(cls, "__qualname__")
-            # the built-in itself, not a class that calls itself one (__module__ = "builtins")
-            if type(name) is str and vars(builtins).get(name) is cls:
-                out.append(name)
-        return out[:limit]
-    except Exception:  # noqa: BLE001 - a metaclass can make even this raise
-        return []
 
 
 # --- writing ---------------------------------------------------------------------------------

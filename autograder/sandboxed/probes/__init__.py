@@ -4,8 +4,8 @@ Each probe takes the loaded modules (``embeddings``, ``params``, ``gpt2``) and p
 chosen by the grader, calls the learner's code, and returns what came out: probes decide
 nothing, the hidden suites compare in the parent. One module per stage holds its probes, named
 as the stage and its suite (``embedding.py`` for ``suites/test_embedding.py``);
-``recorder.py`` is the call recorder, ``shared.py`` what several stages use, and this file
-joins the stage modules' lists into ``PROBES``, the table the worker runs probes from.
+``recorder.py`` is the call recorder, ``meta_device.py`` the meta-device runner, ``shared.py``
+what several stages use; this file joins the stage modules' lists into ``PROBES``.
 
 Learner code can rewrite anything here, so a reply is only as good as what it would cost to
 forge. Every state a reply is compared against is the grader's (it sends the weights, a probe

@@ -6,20 +6,32 @@ Nothing here is a probe; each stage's probes are in the module named as the stag
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable
 
 import torch
 from torch import nn
 
+# The meta-device runner, for the stage modules. Inside the package, so that one name reaches it
+# whoever imports the package: the worker (as probes) or the grader's parent (for PROBES' names).
+from .meta_device import on_meta  # noqa: F401
 from .recorder import _recorded, record_calls
 
-# The meta-device runner, for the stage modules: its import depends on who imports the package.
-if __package__ == "probes":  # the worker imports its folder's modules by file name
-    from meta_device import on_meta  # noqa: F401
-    from protocol import builtin_bases
-else:  # the grader's parent imports this as autograder.sandboxed.probes (for PROBES' names)
-    from ..meta_device import on_meta  # noqa: F401
-    from ..protocol import builtin_bases
+
+def builtin_bases(obj: object, limit: int = 20) -> list[str]:
+    """The built-in classes in the MRO of ``obj``'s type (``IndexError``, ``LookupError``, ...),
+    read without running code ``obj`` defines: what ``except IndexError`` matches against."""
+    try:
+        mro = type.__getattribute__(type(obj), "__mro__")
+        out = []
+        for cls in mro[:64]:
+            name = type.__getattribute__(cls, "__qualname__")
+            # the built-in itself, not a class that calls itself one (__module__ = "builtins")
+            if type(name) is str and vars(builtins).get(name) is cls:
+                out.append(name)
+        return out[:limit]
+    except Exception:  # noqa: BLE001 - a metaclass can make even this raise
+        return []
 
 
 class ProbeError(Exception):

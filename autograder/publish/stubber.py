@@ -1,7 +1,7 @@
 """The stubber: lumen/'s solution regions found and replaced by stubs that name their stage.
 
-Its own module, apart from the release tooling (release.py), because grading needs it too: a
-stage process is sent the learner's stub of each file as its given code
+Its own module, apart from the rest of the release (render.py, solutions/release.py), because
+grading needs it too: a stage process is sent the learner's stub of each file as its given code
 (autograder/boundary/request.py). So it imports only the standard library and lumen/stages.py,
 never nbformat, nbgrader or what they pull in (lark, jsonschema: seconds of a cold grade).
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from lumen import stages
 
-LUMEN = Path(__file__).resolve().parents[1] / "lumen"
+LUMEN = Path(__file__).resolve().parents[2] / "lumen"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"  # matched `in line`, as nbgrader does
 LINE_LENGTH = 100  # pyproject.toml's [tool.ruff] line-length
 

@@ -6,8 +6,9 @@ tests run learner code on the meta device instead, where tensors have a shape bu
 so a tensor made on, or moved to, another device shows. Correct code may read values though (a
 range check); ``MetaWithValues`` keeps a CPU twin behind every meta tensor, so that it runs.
 
-The grader's own module (autograder/sandboxed/meta_device.py) is the single source; the release
-copies it into exercises/tests/ for the visible tests. It imports only torch, and holds no answer.
+The grader's own module (autograder/sandboxed/probes/meta_device.py) is the single source; the
+release copies it into exercises/tests/ for the visible tests. It imports only torch, and holds
+no answer.
 """
 
 from __future__ import annotations

@@ -1,22 +1,15 @@
-"""The lab notebook: nbgrader's own ``generate_assignment`` turns the course source into the
-learner's ``exercises/lab.ipynb``.
+"""The lab notebook: nbgrader's own ``generate_assignment`` turns the course source,
+solutions/course/, into the learner's ``exercises/lab.ipynb``.
 
-The course source is ``solutions/course/``: nbgrader's configuration and the instructor's
-notebook, ``source/embedding_layer/lab.ipynb``, with the mark schemes of the written answers
-between ``### BEGIN SOLUTION`` and ``### END SOLUTION``. Course staff edit that notebook (in
-Jupyter, with nbgrader's "Create Assignment" toolbar or by hand) and run ``make release``, which
-writes exercises/ whole: the stubs (solutions/release.py) and this notebook. The points of its
-cells come from autograder/rubric.toml: one check cell per stage (``stage_<name>``, the stage's
-points) and the written answers (``[written]``). The release writes them there
-(``with_points``: each graded cell's nbgrader points and the "N points" its text names), into
-the source notebook and into every course folder, so one edit of rubric.toml and one
-``make release`` change them everywhere; it refuses only a notebook whose graded cells are not
-the rubric's (one missing, one it does not list).
-
-The released notebook's text depends only on the source notebook and the configuration, so it
-is made once per process (nbgrader takes ~10 s) and compared, as the stubs are, for freshness.
+The course source is nbgrader's configuration and the instructor's notebook,
+``source/embedding_layer/lab.ipynb``, with the written answers' mark schemes between nbgrader's
+solution markers. The points of its graded cells come from autograder/rubric.toml: one check
+cell per stage (``stage_<name>``) and the written answers (``[written]``); ``with_points``
+writes them into a notebook (cell metadata and the "N points" of its text), ``check_points``
+refuses one that disagrees. The released text depends only on the source notebook, the
+configuration and the rubric, so it is made once per process (nbgrader takes ~10 s).
+docs/nbgrader.md says how course staff edit the notebook.
 """
-
 from __future__ import annotations
 
 import copy
@@ -37,7 +30,7 @@ from autograder.rubric import load as load_rubric
 from autograder.words import counted
 from lumen.stages import STAGE_NAMES
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 COURSE = ROOT / "solutions" / "course"
 CONFIG = "nbgrader_config.py"
 ASSIGNMENT = "embedding_layer"  # a Python identifier: the learner's folder is their package
