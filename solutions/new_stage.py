@@ -16,10 +16,11 @@ import re
 import sys
 from pathlib import Path
 
+from autograder.publish import SKELETON
 from lumen.stages import STAGES, Stage
 
 ROOT = Path(__file__).resolve().parent.parent
-MARK = "SKELETON"  # what tests/test_stage_lists.py looks for in a stage's files
+MARK = SKELETON  # what tests/test_stage_lists.py looks for in a stage's files
 #: The files that list every stage's pieces, where ``registrations`` adds a new stage's.
 REGISTRIES = ("autograder/sandboxed/probes/__init__.py", "autograder/boundary/replies.py",
               "autograder/sandboxed/scaffolds.py", "autograder/rubric.toml")

@@ -1,7 +1,8 @@
 """``make new-stage STAGE=<name>`` (solutions/new_stage.py), run as a maintainer runs it: in a
 scratch copy of the repository where a seventh stage was added to lumen/ by the recipe's first
 step (docs/changing-the-assignment.md). It writes the stage's pieces and registers them, every
-one parses, tests/test_stage_lists.py then names each line left to fill, and a second run, or a
+one parses, the release (the points rebalanced to 100) writes the stage's notebook cells and
+stubs, tests/test_stage_lists.py then names each line left to fill, and a second run, or a
 run for a stage lumen does not have, changes nothing."""
 
 from __future__ import annotations
@@ -89,11 +90,25 @@ def test_it_writes_and_registers_every_piece_and_the_tests_name_what_is_left(cop
                   "print(probes.PROBES['add_positions'].__module__)")
     assert probes.stdout.strip() == "autograder.sandboxed.probes.position", probes.stderr
 
+    # The recipe's next step: the points, the whole still 100; then the release, which writes
+    # the stage's cells into the lab notebook (its introduction a skeleton) and the stubs.
+    rubric = copy / "autograder/rubric.toml"
+    text = rubric.read_text(encoding="utf-8")
+    rubric.write_text(text.replace("test_expected_dot_std = 1\n", ""), encoding="utf-8")
+    release = _run(copy, "-m", "solutions.release", "--force")
+    assert release.returncode == 0, release.stdout[-3000:] + release.stderr[-3000:]
+    assert "solutions/course/source/embedding_layer/lab.ipynb (points from rubric.toml)" in \
+        release.stdout, release.stdout[-3000:]
+    lab = (copy / "exercises/lab.ipynb").read_text(encoding="utf-8")
+    assert 'check(\\"position\\")' in lab and "Stage 7, `position`" in lab, lab[-3000:]
+    assert "def add_positions" in (copy / "exercises/embeddings.py").read_text(encoding="utf-8")
+
     check = _run(copy, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                  "tests/test_stage_lists.py::test_no_stage_is_left_a_skeleton")
     assert check.returncode == 1, check.stdout[-3000:] + check.stderr[-3000:]
     assert "1 failed" in check.stdout and "stage position is still a skeleton" in check.stdout
-    for path in [*written, "autograder/boundary/replies.py", "autograder/sandboxed/scaffolds.py"]:
+    for path in [*written, "autograder/boundary/replies.py", "autograder/sandboxed/scaffolds.py",
+                 "solutions/course/source/embedding_layer/lab.ipynb"]:
         assert f"{path}:" in check.stdout, (path, check.stdout[-3000:])
 
 

@@ -526,6 +526,39 @@ def test_the_release_writes_the_rubrics_points_into_the_notebook():
         notebook.with_points(wrong)
 
 
+@pytest.mark.parametrize("stage", ["tying", "init"])  # one in the middle, the last
+def test_the_release_writes_the_cells_of_a_stage_the_notebook_lacks(stage):
+    """A stage of lumen/stages.py without cells in the notebook gets them from the release:
+    its check cell (the text and points another stage's would have) and an introduction that
+    says SKELETON, before the next stage's introduction; the result passes check_points."""
+    import copy
+
+    import nbformat
+
+    from autograder.publish import notebook
+    from lumen.stages import STAGE_NAMES
+
+    source = nbformat.read(notebook.SOURCE, as_version=4)
+    lacking = copy.deepcopy(source)
+    lacking.cells = [c for c in lacking.cells if c.get("id") not in
+                     (f"{stage}-intro", f"{stage}-try", f"stage-{stage}")]
+    restored = notebook.with_points(lacking)
+    notebook.check_points(restored)
+    was, now = notebook.nbgrader_cells(source), notebook.nbgrader_cells(restored)
+    assert now[f"stage_{stage}"].source == was[f"stage_{stage}"].source
+    assert now[f"stage_{stage}"].metadata == was[f"stage_{stage}"].metadata
+    assert f"SKELETON (stage {stage})" in now[f"{stage}_intro"].source
+    ids = [c.get("id") for c in restored.cells]
+    at = ids.index(f"{stage}-intro")
+    assert ids[at + 1] == f"stage-{stage}"
+    following = STAGE_NAMES[STAGE_NAMES.index(stage) + 1:]
+    if following:  # before the next stage's introduction, else at the end
+        assert ids[at + 2] == f"{following[0]}-intro"
+    else:
+        assert at + 2 == len(ids)
+    assert nbformat.writes(notebook.with_points(restored)) == nbformat.writes(restored)
+
+
 def test_the_stage_lists_outside_lumen_are_written_from_it(tmp_path):
     """README's and the handout's stage tables and pyproject's markers are the release's: fresh
     in the tree, rewritten when a stage changes, and a file that lost its markers is named."""

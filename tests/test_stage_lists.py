@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder.publish import notebook
 from autograder.rubric import load
 from lumen.stages import STAGE_NAMES, STAGES
 from solutions import new_stage
@@ -65,6 +66,9 @@ def test_the_package_instructions_list_the_stages_in_order():
     assert re.findall(r"pytest exercises -m (\w+)", PACKAGE_INIT) == list(STAGE_NAMES)
 
 
+#: The lab notebook's source, where the release adds a stage's cells (its introduction says
+#: SKELETON until written).
+LAB_SOURCE = notebook.SOURCE.relative_to(ROOT).as_posix()
 #: What ``make new-stage`` writes for a stage, and what marks it unfilled.
 NEW_STAGE = f"make new-stage STAGE=<name> writes the skeleton of every piece ({new_stage.__file__})"
 
@@ -90,12 +94,13 @@ def test_no_stage_is_left_a_skeleton(stage):
     """Every piece of a stage that ``make new-stage`` writes or registers is filled in: no line
     of it still says SKELETON. The failure lists each file and line left to write."""
     spec = STAGES[STAGE_NAMES.index(stage)]
-    names = {stage, *(new_stage.probe_name(key) for key in spec.owns)}  # in a registry's line
+    names = {stage, *(new_stage.probe_name(key) for key in spec.owns)}  # in a shared file's line
+    shared = [*new_stage.REGISTRIES, LAB_SOURCE]  # every stage's: a line must name this one
     left = [f"{path}:{number}: {line.strip()}"
-            for path in [*new_stage.files(spec), *new_stage.REGISTRIES] if (ROOT / path).exists()
+            for path in [*new_stage.files(spec), *shared] if (ROOT / path).exists()
             for number, line in enumerate((ROOT / path).read_text(encoding="utf-8").splitlines(),
                                           start=1)
-            if new_stage.MARK in line and (path not in new_stage.REGISTRIES
+            if new_stage.MARK in line and (path not in shared
                                            or any(re.search(rf"\b{n}\b", line) for n in names))]
     assert not left, (f"stage {stage} is still a skeleton where these lines say "
                       f"{new_stage.MARK} (fill each in, then make release):\n  "

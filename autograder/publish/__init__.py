@@ -7,3 +7,8 @@ the Classroom template ships too) and ``zips.py`` (reproducible zips: the handou
 Gradescope autograder). It imports only the core of the grader and lumen; solutions/ (the
 release command, ``make release``) and the front ends import it, never the other way round.
 """
+
+#: What marks a piece of a new stage that a maintainer has yet to write: in the files
+#: ``make new-stage`` writes (solutions/new_stage.py) and the notebook cells the release adds
+#: for a stage (notebook.py). tests/test_stage_lists.py fails on each line that still says it.
+SKELETON = "SKELETON"

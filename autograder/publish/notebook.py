@@ -5,8 +5,9 @@ The course source is nbgrader's configuration and the instructor's notebook,
 ``source/embedding_layer/lab.ipynb``, with the written answers' mark schemes between nbgrader's
 solution markers. The points of its graded cells come from autograder/rubric.toml: one check
 cell per stage (``stage_<name>``) and the written answers (``[written]``); ``with_points``
-writes them into a notebook (cell metadata and the "N points" of its text), ``check_points``
-refuses one that disagrees. The released text depends only on the source notebook, the
+writes them into a notebook (cell metadata and the "N points" of its text), after adding the
+cells of a stage it lacks (``with_stage_cells``), and ``check_points`` refuses one that
+disagrees. The released text depends only on the source notebook, the
 configuration and the rubric, so it is made once per process (nbgrader takes ~10 s).
 docs/nbgrader.md says how course staff edit the notebook.
 """
@@ -28,7 +29,9 @@ import nbformat
 from autograder.rubric import RUBRIC
 from autograder.rubric import load as load_rubric
 from autograder.words import counted
-from lumen.stages import STAGE_NAMES
+from lumen.stages import STAGE_NAMES, STAGES
+
+from . import SKELETON
 
 ROOT = Path(__file__).resolve().parents[2]
 COURSE = ROOT / "solutions" / "course"
@@ -87,15 +90,54 @@ def _structure_problems(nb: nbformat.NotebookNode) -> list[str]:
     return problems
 
 
+def _locked(grade_id: str, grade: bool) -> dict:
+    return {"nbgrader": {"grade": grade, "grade_id": grade_id, "locked": True,
+                         "schema_version": 3, "solution": False, "task": False}}
+
+
+def with_stage_cells(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A copy of ``nb`` with the cells of every stage in lumen/stages.py that it lacks: its
+    locked introduction, which says SKELETON until course staff write it, and its check cell,
+    a copy of a neighbouring stage's that runs ``check(<stage>)``. They go before the next
+    stage's introduction (at the end for the last stage), so the notebook keeps the stages'
+    order."""
+    nb = copy.deepcopy(nb)
+    for number, stage in enumerate(STAGES, start=1):
+        cells = nbgrader_cells(nb)
+        if grade_id(stage.name) in cells:
+            continue
+        model = next((cells[grade_id(s)] for s in STAGE_NAMES if grade_id(s) in cells), None)
+        if model is None:
+            raise NotebookError(f"{SOURCE.relative_to(ROOT)} has no stage's check cell to copy "
+                                f"for stage {stage.name}; {FIX}")
+        name = model.metadata["nbgrader"]["grade_id"].removeprefix("stage_")
+        check = nbformat.v4.new_code_cell(
+            model.source.replace(f"'{name}'", f"'{stage.name}'").replace(
+                f'check("{name}")', f'check("{stage.name}")'),
+            id=f"stage-{stage.name}", metadata=_locked(grade_id(stage.name), True))
+        intro = nbformat.v4.new_markdown_cell(
+            f"## Stage {number}, `{stage.name}`: {stage.title} (chapter: "
+            f"*{stage.section.split(':')[0]}*)\n\n{SKELETON} (stage {stage.name}): say what "
+            "the learner writes and why, in the chapter's words, and add a cell below that "
+            "tries it on real data; then `make release`.",
+            id=f"{stage.name}-intro", metadata=_locked(f"{stage.name}_intro", False))
+        later = [cells.get(f"{s}_intro") for s in STAGE_NAMES[number:]]
+        before = next((c for c in later if c is not None), None)
+        at = nb.cells.index(before) if before is not None else len(nb.cells)
+        nb.cells[at:at] = [intro, check]
+    return nb
+
+
 def with_points(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """A copy of ``nb`` with rubric.toml's points in its graded cells' metadata and text.
+    """A copy of ``nb`` with every stage's cells (``with_stage_cells``) and rubric.toml's
+    points in its graded cells' metadata and text.
 
     Raises NotebookError when its graded cells are not the rubric's, naming each and the fix."""
+    nb = with_stage_cells(nb)
     problems = _structure_problems(nb)
     if problems:
         raise NotebookError(f"{SOURCE.relative_to(ROOT)}'s graded cells are not "
                             f"autograder/rubric.toml's: {'; '.join(problems)}; {FIX}")
-    nb = copy.deepcopy(nb)
     cells = nbgrader_cells(nb)
     for gid, points in wanted_points().items():
         cells[gid].metadata["nbgrader"]["points"] = int(points) if points == int(points) \
