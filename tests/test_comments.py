@@ -29,14 +29,6 @@ DOCSTRING_FOLDERS = ("autograder", "solutions", "lumen", "tests", "exercises/tes
 #: The chapter's companion code, not the grader's: their module docstrings are the learner's
 #: stubs' (copied into exercises/), where they state the rules the hidden tests apply.
 CHAPTER_CODE = {"lumen/embeddings.py", "lumen/gpt2.py"}
-#: Files other helpers are splitting now; the lead empties this set when they land.
-KNOWN_LONG = {
-    # being split (issue 31)
-    "autograder/boundary/launcher.py",
-    "autograder/frontends/classroom.py",
-    "autograder/frontends/gradescope.py",
-    "autograder/suites/bans.py",
-}
 
 #: Where citations are looked for: comments and docstrings of these folders' Python files, and
 #: the whole text of these Markdown files.
@@ -113,7 +105,7 @@ def long_docstrings(root: Path) -> list[str]:
     for folder in DOCSTRING_FOLDERS:
         for path in _python_files(root, (folder,)):
             name = path.relative_to(root).as_posix()
-            if name in CHAPTER_CODE or name in KNOWN_LONG:
+            if name in CHAPTER_CODE:
                 continue
             lines = module_docstring_lines(path)
             if lines > MAX_DOCSTRING_LINES:
@@ -245,13 +237,6 @@ def test_module_docstrings_are_short():
                       "docs/:\n" + "\n".join(long))
 
 
-def test_the_known_long_docstrings_are_still_long():
-    """An entry of ``KNOWN_LONG`` that got short (or went) is dropped from the set."""
-    stale = sorted(name for name in KNOWN_LONG if not (ROOT / name).is_file()
-                   or module_docstring_lines(ROOT / name) <= MAX_DOCSTRING_LINES)
-    assert not stale, f"KNOWN_LONG lists files whose docstring is now short: {stale}"
-
-
 def test_every_cited_path_exists():
     missing = missing_citations(ROOT)
     assert not missing, ("paths and names cited in comments, docstrings and guides that do not "
@@ -288,9 +273,9 @@ def test_the_checks_can_fail(tmp_path):
         encoding="utf-8")
     (tmp_path / "autograder" / "short.py").write_text(
         '"""' + "A line.\n" * MAX_DOCSTRING_LINES + '"""\n', encoding="utf-8")
-    for exempt in ("lumen/embeddings.py", sorted(KNOWN_LONG)[0]):  # named, with the reason
-        (tmp_path / exempt).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / exempt).write_text('"""' + "A line.\n" * 40 + '"""\n', encoding="utf-8")
+    exempt = tmp_path / "lumen" / "embeddings.py"  # the chapter's code: named, with the reason
+    exempt.parent.mkdir(parents=True, exist_ok=True)
+    exempt.write_text('"""' + "A line.\n" * 40 + '"""\n', encoding="utf-8")
     assert long_docstrings(tmp_path) == [
         f"autograder/boundary/client.py: {MAX_DOCSTRING_LINES + 1} lines"]
     assert missing_citations(tmp_path) == [

@@ -1,28 +1,17 @@
 """Where learner code runs: every isolation decision of the grader, in one place.
 
-Two launchers start the worker (``sandboxed/worker.py``):
+``BwrapLauncher`` starts the worker (``sandboxed/worker.py``) in bubblewrap: read-only system,
+python and sandboxed code, nothing else of this machine, no network, a private /tmp, and a
+memory cgroup where the machine allows one; each stage process then gets namespaces, a /tmp
+and a user of its own with limits it cannot lift (``sandboxed/isolation.py``), or, run by
+anyone but root, bwrap's one user with no capability left (``child_limits``).
+``PlainLauncher`` runs without bubblewrap, only when the operator names it
+(``--sandbox unsafe-process``), and says what it cannot keep (``warning``).
 
-- ``BwrapLauncher``: bubblewrap. The worker sees only what it needs, read-only: the system's
-  programs and libraries (/usr, /etc, /sys), python and its packages wherever they are, and
-  the grader's sandboxed code; nothing else of this machine (no repository, no home folder,
-  no submission, no results) exists inside. No network, its own process tree, a private
-  /tmp. Inside it, every stage process gets namespaces, a /tmp and a user id of its own
-  (``sandboxed/isolation.py``), with limits it cannot lift; run by anyone but root, where
-  bwrap's user namespace maps that one user only, it keeps that user and gives up every
-  capability instead (``child_limits``). Where this machine lets us, the
-  whole sandbox also sits in a memory cgroup, which bounds the sum of its processes (the only
-  memory bound on a GPU runner, where address-space limits cannot be used).
-- ``PlainLauncher``: no bubblewrap, only when the operator asks for it by name
-  (``--sandbox unsafe-process``). Run as root, every stage process still gets namespaces, an
-  unprivileged user of its own and a private root holding only the system, python and the
-  sandboxed code (``sandboxed/isolation.py``, built from the same ``view`` as bwrap's): the
-  grader's files are not there. Run as anyone else, none of that can be done: learner code
-  runs as the operator's user and can read whatever they can, which ``warning`` says.
-
-``choose_launcher`` picks one, and never falls back: without a working bwrap, the default is
-a ``GraderError`` naming the fix. ``wants_gpu`` says whether the GPU is shown to the worker,
-and ``child_limits(uid)`` says what a stage process may use. The ``--sandbox`` option itself
-is declared with every other grading option, once, in ``autograder/options.py``.
+``choose_launcher`` picks one and never falls back: without a working bwrap it raises a
+``GraderError`` naming the fix. ``wants_gpu`` says whether the worker sees the GPU. The
+option itself is declared in ``autograder/options.py``; docs/threat-model.md has the table
+of what each mode isolates.
 """
 
 from __future__ import annotations

@@ -1,30 +1,17 @@
-"""GitHub Classroom: ``python -m autograder.frontends.classroom template --out build/classroom`` (or
-``make classroom``) writes the assignment's template repository; ``report`` is its grading step.
+"""GitHub Classroom: ``python -m autograder.frontends.classroom template --out build/classroom``
+(``make classroom``) writes the assignment's template repository; ``report`` is its grading step.
 
-The template is the handout (``autograder/publish/handout.py``: exercises/, the learner's
-README and requirements) plus ``.github/workflows/classroom.yml``, which GitHub runs on every
-push and which reports through GitHub Classroom's grading reporter
-(classroom-resources/autograding-grading-reporter), one runner per stage, so each stage earns
-partial credit. Two modes:
+The template is the handout (``autograder/publish/handout.py``) plus
+``.github/workflows/classroom.yml``, which reports through Classroom's grading reporter, one
+runner per stage, so each stage earns partial credit. ``visible`` (the default): the learner's
+visible tests score each stage, through a copy of ``classroom_runner.py``; nothing secret is on
+the runner. ``hidden``: the workflow checks out the instructor's private grader
+(``--grader-repository``, secret ``LUMEN_GRADER_TOKEN``), grades once in the sandbox, and
+``report`` splits the record into stage scores. Neither mode keeps anything from a learner who
+edits the workflow, a file in their own repository: docs/classroom.md says what follows.
 
-- ``visible`` (the default): the learner's own visible tests score each stage
-  (``classroom_runner.visible``). Nothing secret is on the runner: the workflow needs no token,
-  and the template carries ``.github/classroom/lumen_classroom.py`` (a copy of
-  ``autograder/frontends/classroom_runner.py``) to turn pytest's verdicts into runner results.
-- ``hidden``: the hidden suites score each stage. The workflow checks out the instructor's
-  private copy of this repository (``--grader-repository``) with the secret
-  ``LUMEN_GRADER_TOKEN``, grades ``exercises/`` once, in the sandbox, with stdout and stderr
-  kept off the log (``grade``: the record, a ``Grade``, in grade.json), and ``report`` splits
-  that record into a runner output per stage that say only the stage scores. The learner's code runs
-  only inside bubblewrap in that job, and their visible tests run in a job of their own, on
-  another machine, which holds no secret.
-
-What neither mode can do is keep anything from a learner who edits the workflow: it is a file
-in their own repository. docs/classroom.md says plainly what follows.
-
-Stage names and points come from ``lumen/stages.py`` and ``autograder/rubric.toml``; torch
-from ``gradescope.CPU_TORCH`` (the Makefile's default, the pinned torch's CPU build). The
-template is generated on demand, never committed, so it cannot go stale.
+Stage names and points come from ``lumen/stages.py`` and ``autograder/rubric.toml``, torch from
+``gradescope.CPU_TORCH``; the template is generated on demand, never committed.
 """
 
 from __future__ import annotations

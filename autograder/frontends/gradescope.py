@@ -1,34 +1,17 @@
 """Build the Gradescope autograder: ``python -m autograder.frontends.gradescope --out
-build/autograder.zip`` (or ``make gradescope``), then upload the zip as the assignment's autograder.
+build/autograder.zip`` (``make gradescope``), then upload the zip as the assignment's autograder.
 
-Gradescope unzips it into /autograder/source and runs ``setup.sh`` once, as root, when it
-builds the image; then, for every submission, ``run_autograder``, which grades
-/autograder/submission and writes /autograder/results/results.json
-(https://gradescope-autograders.readthedocs.io/en/latest/specs/). The zip holds those two
-scripts and exactly the files a grade reads (``files``): every module it imports, found by
-following the imports from where a grade starts (``ENTRIES``: the grade command, the hidden
-suites pytest collects, the program run in the sandbox), the data files it opens (``DATA``),
-and setup.sh's requirements-grader.txt (a grade's pins: not the notebook's, nbgrader's or the
-figures'). So lumen's reference modules are in it (the hidden suites compare against them in
-the grader's process) and the stub maker (autograder/publish/stubber.py), but not the other
-commands' front ends (``OTHER_COMMANDS``), lumen's CLI, figures, page or tokenizer, the
-learners' exercises/, this repository's tests, the nbgrader course source or the handout.
-tests/test_gradescope.py traces a grade run from the zip (every file opened, in the grader's
-process and in the sandbox) and requires the same list.
+The zip holds ``setup.sh`` (run once, as root, when Gradescope builds the image),
+``run_autograder`` (run per submission: it grades /autograder/submission into
+/autograder/results/results.json) and exactly the files a grade reads (``files``): the modules
+found by following the imports from ``ENTRIES``, the data files in ``DATA`` and a grade's pins;
+not the other commands' front ends (``OTHER_COMMANDS``), the learners' files or the tests.
 
-Fail closed: setup.sh fails the image's build (Gradescope then says so) when bubblewrap cannot
-be installed or cannot start a sandbox (``launcher.PROBE``, BwrapLauncher's own test), and
-run_autograder grades only under it. Where grading fails anyway, run_autograder still writes a
-results.json that says so in words a learner may read (``GRADER_FAILED``), with the reason on
-stdout, which only instructors see: it writes that results.json before it starts the grader,
-and replaces it only with a grade it has checked (strict JSON), so neither a crash nor a kill
-nor a grader still running at ``LUMEN_TIME_LIMIT`` (default ``TIME_LIMIT``) leaves Gradescope
-without one to show (Gradescope's own "The autograder failed to execute correctly").
-
-``run_autograder`` reads ``AUTOGRADER_ROOT`` (default /autograder) and ``LUMEN_PYTHON``
-(default the interpreter setup.sh installed into) and passes its arguments on to
-``python -m autograder grade``, so it can run anywhere against a folder laid out like
-Gradescope's (source/, submission/, results/): tests/test_gradescope.py does.
+Fail closed: setup.sh fails the build when bubblewrap cannot start a sandbox
+(``launcher.PROBE``), and run_autograder writes a results.json that says grading failed
+(``GRADER_FAILED``) before it starts, replacing it only with a checked grade, by
+``LUMEN_TIME_LIMIT`` (default ``TIME_LIMIT``). ``AUTOGRADER_ROOT`` and ``LUMEN_PYTHON`` let it run
+anywhere laid out like Gradescope's, as tests/test_gradescope.py does; docs/gradescope.md.
 """
 
 from __future__ import annotations

@@ -1,24 +1,16 @@
 """The "written by hand" tests: a stage's banned built-in, judged outside the learner's reach.
 
-The verdict comes from **the source** alone, read here in the grader with ``autograder/rules/``
-(the checker the learners' visible tests run too, as ``exercises/rules/``): a banned name
-in live code fails the test with the stage's lesson; any construct that could call a built-in
-without naming it (``eval``, ``gc``, ``torch._C``, a computed ``getattr``, ...) fails it naming
-the line and the rule. Learner code cannot touch this check: it never runs in this process.
+The verdict comes from **the source** alone, read here with ``autograder/rules/`` (which the
+learners' visible tests run too, as ``exercises/rules/``): a banned name in live code fails the
+test with the stage's lesson; a construct that could call a built-in without naming it fails it
+naming the line and the rule. **The recorder** in the learner's process
+(``sandboxed/probes/recorder.py``) only explains: it never decides a point.
 
-**The recorder** in the learner's process (``record_calls`` in sandboxed/probes/recorder.py:
-the torch functions and ATen operators that ran, in every thread) only explains: learner code
-could silence it or fill it with anything, so it never decides a point. When the source
-already fails the test, it says whether the built-in also ran.
-
-Each test names what it needs (``Check``): the ban it enforces, the rules it applies and the
-files it reads.
-
-**Certified observations** (``certify``). A check that observes something only the learner's
-process can see (the ids left unchanged, a registered Parameter, one shared table) earns its
-points when the same rules, without any stage's ban, find nothing in the files that could
-reach into that process: then the cheapest way to pass is to keep the promise. A learner whose
-source is clean loses nothing to it; every other check earns its points from values.
+Each test names what it needs (``Check``): the ban, the rules and the files. **Certified
+observations** (``certify``): a check of something only the learner's process can see (ids
+left unchanged, a Parameter, one shared table) earns its points when the same rules, without
+any stage's ban, find nothing that could reach into that process; a learner whose source is
+clean loses nothing to it (docs/threat-model.md, the rule for points).
 """
 
 from __future__ import annotations
