@@ -373,7 +373,8 @@ def _top_k(E: Tensor, query: Tensor, k: int, exclude: list[int]) -> tuple[Tensor
 
     Args:
         E: the table, ``(V, d)``.
-        query: ``(d,)``.
+        query: ``(d,)``, in ``E``'s dtype and on its device (``cosine_neighbours`` and
+            ``analogy`` make it so).
         k: how many ids to return: from 1 to the number of rows that may be returned (V minus
             the distinct rows of ``exclude``), both ends included.
         exclude: row indices that may never be returned (the query token, analogy inputs).

@@ -167,6 +167,8 @@ _EXAMPLE = re.compile(r">>>|\b[Ee]xample\b|\be\.g\.|\d{1,3}(,\d{3}){2,}")
 #: What a docstring says when its tensor argument may be 0-d, and when it may be empty.
 _ZERO_D = re.compile(r"any shape|0-d")
 _ANY_LEADING = re.compile(r"any shape|\(\.\.\.")
+#: A query the docstring requires in the table's dtype: the two never meet as two dtypes.
+_SAME_DTYPE = re.compile(r"query: [^\n]*in ``E``'s dtype")
 
 
 def _owned_object(owned: str) -> tuple[object, object]:
@@ -189,7 +191,8 @@ def applicable(owned: str) -> set[str]:
     - every tensor argument: "size-1" and "devices"; "0-d" where the docstring lets it have
       any shape or says 0-d, "empty" where it has any leading dimensions (``(...)``); token
       ids (``ids``): "integer dtypes"; any other tensor: "float dtypes", and "mixed dtypes"
-      where two of them meet (``a`` and ``b``; ``E`` and a query);
+      where two of them meet (``a`` and ``b``; ``E`` and a query), unless the docstring
+      requires them to share one (``query: ... in ``E``'s dtype``);
     - a method of a record (a dataclass, ``ParamCount``), or a record argument: "by hand";
     - an argument with a default: "defaults";
     - a docstring that states an example (a worked call, a number like 124,439,808):
@@ -227,7 +230,7 @@ def applicable(owned: str) -> set[str]:
                 floats += 1
         if "ParamCount" in annotation:
             found.add("by hand")
-    if floats >= 2:
+    if floats >= 2 and not _SAME_DTYPE.search(doc):
         found.add("mixed dtypes")
     if holder is not None and dataclasses.is_dataclass(holder):
         found.add("by hand")
@@ -242,11 +245,7 @@ def applicable(owned: str) -> set[str]:
 
 #: Edge classes that apply to a function but that no check sends yet, each with why: the
 #: debt, in one place. A gap that a row closes fails the test until it is removed here.
-GAPS: dict[tuple[str, str], str] = {
-    ("embeddings:_top_k", "mixed dtypes"): "E and query meet in _top_k only as cosine_neighbours "
-                                           "passes them, in E's dtype (its row sends a float64 "
-                                           "query vector there)",
-}
+GAPS: dict[tuple[str, str], str] = {}
 
 
 @pytest.mark.parametrize("name", STAGE_NAMES)
@@ -295,5 +294,7 @@ def test_applicable_edges_follow_the_signature():
         "size-1", "0-d", "empty", "integer dtypes", "devices"}
     assert applicable("embeddings:cosine_similarity") >= {
         "size-1", "float dtypes", "mixed dtypes", "defaults", "devices"}
+    assert "mixed dtypes" in applicable("embeddings:cosine_neighbours")
+    assert "mixed dtypes" not in applicable("embeddings:_top_k")  # its query is in E's dtype
     assert "by hand" in applicable("params:ParamCount.memory_bytes")
     assert {"defaults", "examples"} <= applicable("params:count_params")

@@ -65,8 +65,9 @@ PROMISES: list[Promise] = [
             "test_neighbours.py::test_neighbours_match_reference",
             "test_neighbours.py::test_neighbours_rank_by_cosine_and_leave_out_the_token",
             mutant='float32 sims from a float64 table'),
-    Promise(TOP_K, "query: ``(d,)``.", "a query vector equal to a row, a zero query, and "
-            "analogy's E[b] - E[a] + E[c]",
+    Promise(TOP_K, "query: ``(d,)``, in ``E``'s dtype and on its device (``cosine_neighbours`` "
+            "and ``analogy`` make it so).", "a query vector equal to a row, a zero query, and "
+            "analogy's E[b] - E[a] + E[c], each as its caller gives it",
             "test_neighbours.py::test_query_vector_excludes_nothing",
             "test_neighbours.py::test_a_query_vector_leaves_nothing_out",
             mutant='a query vector excludes its nearest row',
