@@ -142,12 +142,13 @@ def unwrap_meta(outcome: Outcome, what: str, module: str | None,
 
 
 def unwrap_on(device: str, call: Callable[[str], Outcome], what: str,
-              module: str | None) -> object | None:
-    """``unwrap`` of ``call(device)``; on the meta device ``unwrap_meta``, judged against
-    ``call("cpu")``."""
+              module: str | None, outcome: Outcome | None = None) -> object | None:
+    """``unwrap`` of ``call(device)`` (or of ``outcome``, that call made already); on the meta
+    device ``unwrap_meta``, judged against ``call("cpu")``: None when it fails there too."""
+    outcome = call(device) if outcome is None else outcome
     if device == "meta":
-        return unwrap_meta(call(device), what, module, on_cpu=lambda: call("cpu"))
-    return unwrap(call(device), what, module)
+        return unwrap_meta(outcome, what, module, on_cpu=lambda: call("cpu"))
+    return unwrap(outcome, what, module)
 
 
 #: What a TypeError says when a call does not fit the function's parameters.

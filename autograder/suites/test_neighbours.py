@@ -29,7 +29,7 @@ from autograder.suites.feedback import (
     expect_tensor,
     expect_unchanged,
     unwrap,
-    unwrap_meta,
+    unwrap_on,
 )
 from autograder.suites.promises.sweeps import (
     EDGE_VOCAB,
@@ -112,21 +112,13 @@ def _meta_pass(devices: list[str]) -> list[str]:
     return [device for device in checked_devices(devices) if device not in devices]
 
 
-def _unwrap(outcome, what: str, device: str, call) -> dict | None:
-    """``unwrap``, or on the meta device ``unwrap_meta``: None when the call fails on the CPU
-    too (``call(device)`` makes the probe's call again, there)."""
-    if device == "meta":
-        return unwrap_meta(outcome, what, MODULE, on_cpu=lambda: call("cpu"))
-    return unwrap(outcome, what, MODULE)
-
-
 def _cosine(learner, seed: int, a: torch.Tensor, b: torch.Tensor, device: str = "cpu",
             hint: str = "", eps: float | None = None, positional: int | None = 2
             ) -> tuple[torch.Tensor | None, str, dict]:
     """The learner's ``cosine_similarity(a, b[, eps])`` on ``device``, ``eps`` by name unless
     ``positional`` says otherwise (see probes._call): (output, description, probe result);
     ``hint`` explains an error. On the meta device the output has no values, and is None when
-    the call fails on the CPU too (``unwrap_meta``)."""
+    the call fails on the CPU too (``feedback.unwrap_on``)."""
     shown = [f"a of shape {tuple(a.shape)} {a.dtype}", f"b of shape {tuple(b.shape)}"
              + ("" if b.dtype == a.dtype else f" {b.dtype}")]
     shown += [] if eps is None else [str(eps)]
@@ -144,7 +136,7 @@ def _cosine(learner, seed: int, a: torch.Tensor, b: torch.Tensor, device: str = 
     if hint and outcome.error is not None and not outcome.error.get("not_implemented") \
             and device != "meta":
         raise Mistake(f"{what} raised {describe_error(outcome.error)}: {hint}")
-    result = _unwrap(outcome, what, device, call)
+    result = unwrap_on(device, call, what, MODULE, outcome)
     if result is None:
         return None, what, {}
     return expect_tensor(result["out"], what, device=device), what, result
@@ -187,13 +179,13 @@ ROW_INDEX = (" (a 0-d integer tensor is a row index, like the int it holds: take
 def _searched(learner, seed: int, probe: str, arguments: dict, k: int, what: str, stub: str,
               device: str) -> tuple[torch.Tensor, torch.Tensor, dict] | None:
     """A call of the ``probe`` (cosine_neighbours or analogy): (ids, sims, probe result); on
-    the meta device, None when the call fails on the CPU too (``unwrap_meta``)."""
+    the meta device, None when the call fails on the CPU too (``feedback.unwrap_on``)."""
     def call(device: str):
         return learner.call(probe, seed=seed, device=device, **arguments)
 
     outcome = call(device)
     check_signature(outcome, what, stub)
-    result = _unwrap(outcome, what, device, call)
+    result = unwrap_on(device, call, what, MODULE, outcome)
     return None if result is None else (*_pair(result, what, k, device), result)
 
 

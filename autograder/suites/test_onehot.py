@@ -30,7 +30,7 @@ from autograder.suites.feedback import (
     first_difference,
     same,
     unwrap,
-    unwrap_meta,
+    unwrap_on,
 )
 from autograder.suites.promises.sweeps import (
     EDGE_VOCAB,
@@ -88,7 +88,7 @@ def _one_hot(learner, seed: int, ids: torch.Tensor, V: int, device: str = "cpu",
              positional: int | None = 2) -> tuple[dict | None, str]:
     """The learner's ``one_hot(ids, V[, dtype])`` on ``device``, ``dtype`` by name unless
     ``positional`` says otherwise (see probes._call): (probe result, description). On the meta
-    device, None when it fails on the CPU too (``unwrap_meta``)."""
+    device, None when it fails on the CPU too (``feedback.unwrap_on``)."""
     names = ("ids", "num_classes", "dtype")
     shown = [f"ids of shape {tuple(ids.shape)}", str(V)] + ([f"torch.{dtype}"] if dtype else [])
     split = len(shown) if positional is None else positional
@@ -101,9 +101,7 @@ def _one_hot(learner, seed: int, ids: torch.Tensor, V: int, device: str = "cpu",
 
     outcome = call(device)
     check_signature(outcome, what, ONE_HOT)
-    if device == "meta":
-        return unwrap_meta(outcome, what, MODULE, on_cpu=lambda: call("cpu")), what
-    return unwrap(outcome, what, MODULE), what
+    return unwrap_on(device, call, what, MODULE, outcome), what
 
 
 def _check_rows(out: torch.Tensor, ids: torch.Tensor, V: int, what: str) -> None:
@@ -315,7 +313,7 @@ def _embed(learner, seed: int, weight: torch.Tensor, ids: torch.Tensor, device: 
            positional: int | None = None) -> tuple[dict | None, str]:
     """The learner's ``embed_via_onehot(weight, ids)`` on ``device`` (by name with
     ``positional=0``): (probe result, description); on the meta device None when the call
-    shows nothing about devices: it fails on the CPU too (``unwrap_meta``)."""
+    shows nothing about devices: it fails on the CPU too (``feedback.unwrap_on``)."""
     V, d = weight.shape
     arguments = (f"weight {V} x {d} {weight.dtype}", f"ids of shape {tuple(ids.shape)}")
     if positional == 0:
@@ -333,9 +331,7 @@ def _embed(learner, seed: int, weight: torch.Tensor, ids: torch.Tensor, device: 
         raise Mistake(f"{what} raised {describe_error(error)}: a float32 one-hot times a "
                       f"{weight.dtype} weight mixes dtypes; build the one-hot in the weight's "
                       "dtype, one_hot(ids, V, weight.dtype)")
-    if device == "meta":
-        return unwrap_meta(outcome, what, MODULE, on_cpu=lambda: call("cpu")), what
-    return unwrap(outcome, what, MODULE), what
+    return unwrap_on(device, call, what, MODULE, outcome), what
 
 
 def _differs(out: torch.Tensor, weight: torch.Tensor, ids: torch.Tensor, what: str) -> Mistake:
