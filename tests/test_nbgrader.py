@@ -844,3 +844,20 @@ def test_a_learners_own_timestamp_sets_no_submission_time(tmp_path):
     (submissions / "own" / "timestamp.txt").unlink()
     assert nbgrade.submission_time(submissions, "own", submissions / "own", tmp_path) is None
 
+
+
+def test_a_renamed_notebook_is_looked_for_within_the_intake_bound(tmp_path):
+    """Without lab.ipynb, the one other notebook is graded as it; the folder is looked through
+    for it only up to intake's bound on entries, so a folder of millions costs no more."""
+    from autograder.boundary.intake import MAX_ZIP_MEMBERS
+    from autograder.frontends.nbgrade_repair import _read_notebook, other_notebooks
+
+    (tmp_path / "mine.ipynb").write_text("{}", encoding="utf-8")
+    (tmp_path / ".hidden.ipynb").write_text("{}", encoding="utf-8")
+    assert other_notebooks(tmp_path) == [tmp_path / "mine.ipynb"]
+    assert other_notebooks(tmp_path / "absent") == []
+    for n in range(MAX_ZIP_MEMBERS):
+        (tmp_path / f"{n}.txt").touch()
+    assert other_notebooks(tmp_path) is None
+    nb, notes = _read_notebook(tmp_path)
+    assert nb is None and f"over {MAX_ZIP_MEMBERS:,} files beside it" in notes[0], notes

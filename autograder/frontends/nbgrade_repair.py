@@ -16,12 +16,28 @@ from pathlib import Path
 import nbformat
 
 from ..boundary.clean import clean_text
-from ..boundary.intake import Unusable, read_regular
+from ..boundary.intake import MAX_ZIP_MEMBERS, Unusable, read_regular
 from ..views.escape import markdown_inline
 from .nbgrade_course import NOTEBOOK, nbgrader_cells
 from .nbgrade_markdown import INERT_KINDS, MAX_MARKDOWN, written_answer
 
 MAX_NOTEBOOK = 16 << 20  # bytes: a larger notebook is not read, and is repaired from the release
+
+
+def other_notebooks(folder: Path) -> list[Path] | None:
+    """The notebooks in ``folder`` (not hidden ones), looking at no more than
+    ``MAX_ZIP_MEMBERS`` entries, as intake does: None when it holds more."""
+    found = []
+    try:
+        with os.scandir(folder) as entries:
+            for seen, entry in enumerate(entries):
+                if seen >= MAX_ZIP_MEMBERS:
+                    return None
+                if entry.name.endswith(".ipynb") and not entry.name.startswith("."):
+                    found.append(folder / entry.name)
+    except OSError:
+        return []
+    return sorted(found)
 
 
 def _read_notebook(folder: Path) -> tuple[nbformat.NotebookNode | None, list[str]]:
@@ -30,9 +46,11 @@ def _read_notebook(folder: Path) -> tuple[nbformat.NotebookNode | None, list[str
     notes = []
     path = folder / NOTEBOOK
     if not os.path.lexists(path):
-        others = sorted(p for p in folder.glob("*.ipynb") if not p.name.startswith("."))
-        if len(others) != 1:
-            what = "no notebook" if not others else f"{len(others)} other notebooks"
+        others = other_notebooks(folder)
+        if others is None or len(others) != 1:
+            what = (f"over {MAX_ZIP_MEMBERS:,} files beside it, not looked through"
+                    if others is None else
+                    "no notebook" if not others else f"{len(others)} other notebooks")
             return None, [f"{NOTEBOOK} is missing ({what}): the written answers could not be "
                           "read; the stages are graded from the .py files"]
         notes.append(f"{others[0].name} was graded as {NOTEBOOK}: keep the notebook's name")
