@@ -169,8 +169,8 @@ def test_honest_grades_csv_is_unchanged(tmp_path):
     classbook.write_csv(tmp_path / "grades.csv", rows)
     assert (tmp_path / "grades.csv").read_text() == (
         f"learner,total,{','.join(STAGE_NAMES)},seconds,notes\n"
-        "alice,92.5,20,12.5,,,,,3.25,\n"
-        "bob,,,,,,,,,not graded: both bob and bob.zip: keep only one\n")
+        f"alice,92.5,20,12.5{',' * (len(STAGE_NAMES) - 1)}3.25,\n"
+        f"bob{',' * (len(STAGE_NAMES) + 3)}not graded: both bob and bob.zip: keep only one\n")
 
 
 class Page(HTMLParser):
@@ -452,7 +452,8 @@ def test_nbgrader_feedback_holds_no_live_html(nbgraded_hostile):
 def test_nbgrader_honest_feedback_still_shows_the_scores(nbgraded_hostile):
     _, course, _ = nbgraded_hostile
     page = Page(_feedback(course, "honest"))
-    assert "20 / 20, " in page.text and "Because b - a + c stays nearest to" in page.text
+    first = f"{sum(load().points[STAGE_NAMES[0]].values()):g}"  # the first stage's points
+    assert f"{first} / {first}, " in page.text and "Because b - a + c stays nearest to" in page.text
     assert "em" in page.tags, "honest Markdown is still rendered"
     assert "(Score: 100.0 / " in page.text or "Score: 100" in page.text
 
@@ -464,7 +465,7 @@ def test_nbgrader_stages_csv_has_no_formula(nbgraded_hostile):
     learners = {row[0] for row in rows[1:]}
     assert {"evil", "honest", "'=HYPERLINK(\"x\",\"y\")", "'+1+cmd|' \\C calc'!A0"} <= learners
     evil = next(row for row in rows if row[0] == "evil")
-    assert RENAMED in evil[-1] and evil[1] == "20"
+    assert RENAMED in evil[-1] and evil[1] == f"{sum(load().points[STAGE_NAMES[0]].values()):g}"
 
 
 def test_feedback_with_live_html_is_withheld(tmp_path):
