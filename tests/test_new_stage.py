@@ -1,5 +1,5 @@
 """``make new-stage STAGE=<name>`` (solutions/new_stage.py), run as a maintainer runs it: in a
-scratch copy of the repository where a seventh stage was added to lumen/ by the recipe's first
+scratch copy of the repository where one more stage was added to lumen/ by the recipe's first
 step (docs/changing-the-assignment.md). It writes the stage's pieces and registers them, every
 one parses, the release (the points rebalanced to 100) writes the stage's notebook cells and
 stubs, tests/test_stage_lists.py then names each line left to fill, and a second run, or a
@@ -16,21 +16,26 @@ from pathlib import Path
 
 import pytest
 
+from lumen.stages import STAGE_NAMES
+
 ROOT = Path(__file__).resolve().parents[1]
 
-FUNCTION = '''
 
-def add_positions(x: Tensor, wpe: Tensor) -> Tensor:
-    """A learned position vector added to each position's embedding: ``x + wpe[:T]``."""
+#: The stage the test adds: "position", or a free name once a stage of that name is real.
+NAME = next(n for n in ("position", "segment", "scratch") if n not in STAGE_NAMES)
+FUNCTION = f'''
+
+def add_{NAME}s(x: Tensor, wpe: Tensor) -> Tensor:
+    """A learned {NAME} vector added to each position's embedding: ``x + wpe[:T]``."""
     ### BEGIN SOLUTION
     return x + wpe[: x.shape[-2]]
     ### END SOLUTION
 '''
-STAGE = '''    Stage(
-        "position",
-        "learned positional embeddings: a vector per position, added",
+STAGE = f'''    Stage(
+        "{NAME}",
+        "learned {NAME} embeddings: a vector per position, added",
         "Dense embeddings: a lookup table that is also a matrix multiply",
-        ("embeddings:add_positions",),
+        ("embeddings:add_{NAME}s",),
     ),
 )
 '''
@@ -44,7 +49,7 @@ def _run(copy: Path, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def copy(tmp_path_factory) -> Path:
-    """The repository's files (tracked, or new and not ignored), with stage 'position' in
+    """The repository's files (tracked, or new and not ignored), with stage ``NAME`` in
     lumen/stages.py."""
     copy = tmp_path_factory.mktemp("repo")
     tracked = subprocess.run(["git", "ls-files", "-z", "--cached", "--others",
@@ -66,11 +71,11 @@ def copy(tmp_path_factory) -> Path:
 def test_it_writes_and_registers_every_piece_and_the_tests_name_what_is_left(copy):
     from solutions import new_stage
 
-    done = _run(copy, "-m", "solutions.new_stage", "position")
+    done = _run(copy, "-m", "solutions.new_stage", NAME)
     assert done.returncode == 0, done.stderr
-    written = ["autograder/sandboxed/probes/position.py", "autograder/suites/test_position.py",
-               "autograder/suites/promises/position.py", "exercises/tests/test_position.py",
-               "tests/variants/position.py"]
+    written = [f"autograder/sandboxed/probes/{NAME}.py", f"autograder/suites/test_{NAME}.py",
+               f"autograder/suites/promises/{NAME}.py", f"exercises/tests/test_{NAME}.py",
+               f"tests/variants/{NAME}.py"]
     for path in [*written, *new_stage.REGISTRIES]:
         assert path in done.stdout, (path, done.stdout)
         if path.endswith(".py"):
@@ -78,17 +83,16 @@ def test_it_writes_and_registers_every_piece_and_the_tests_name_what_is_left(cop
     lint = subprocess.run([str(Path(sys.executable).parent / "ruff"), "check", *written,
                            *new_stage.REGISTRIES[:3]], cwd=copy, capture_output=True, text=True)
     assert lint.returncode == 0, lint.stdout  # the house style, as written
-    assert "[position]\ntest_add_positions_keeps_its_promises = 1\n" in (
+    assert f"[{NAME}]\ntest_add_{NAME}s_keeps_its_promises = 1\n" in (
         copy / "autograder/rubric.toml").read_text(encoding="utf-8")
     registry = (copy / "autograder/sandboxed/probes/__init__.py").read_text(encoding="utf-8")
-    assert "from . import embedding, init, neighbours, onehot, params, position, tying" in registry
-    assert "STAGE_MODULES = (embedding, onehot, neighbours, params, tying, init, position)" \
-        in registry
+    assert "from . import " + ", ".join(sorted([*STAGE_NAMES, NAME])) in registry
+    assert f"STAGE_MODULES = ({', '.join([*STAGE_NAMES, NAME])})" in registry
 
     # Loaded as the worker loads it: the new probe is in the table, under its stage's module.
     probes = _run(copy, "-c", "from autograder.sandboxed import probes; "
-                  "print(probes.PROBES['add_positions'].__module__)")
-    assert probes.stdout.strip() == "autograder.sandboxed.probes.position", probes.stderr
+                  f"print(probes.PROBES['add_{NAME}s'].__module__)")
+    assert probes.stdout.strip() == f"autograder.sandboxed.probes.{NAME}", probes.stderr
 
     # The recipe's next step: the points, the whole still 100; then the release, which writes
     # the stage's cells into the lab notebook (its introduction a skeleton) and the stubs.
@@ -100,27 +104,28 @@ def test_it_writes_and_registers_every_piece_and_the_tests_name_what_is_left(cop
     assert "solutions/course/source/embedding_layer/lab.ipynb (points from rubric.toml)" in \
         release.stdout, release.stdout[-3000:]
     lab = (copy / "exercises/lab.ipynb").read_text(encoding="utf-8")
-    assert 'check(\\"position\\")' in lab and "Stage 7, `position`" in lab, lab[-3000:]
-    assert "def add_positions" in (copy / "exercises/embeddings.py").read_text(encoding="utf-8")
+    number = len(STAGE_NAMES) + 1
+    assert f'check(\\"{NAME}\\")' in lab and f"Stage {number}, `{NAME}`" in lab, lab[-3000:]
+    assert f"def add_{NAME}s" in (copy / "exercises/embeddings.py").read_text(encoding="utf-8")
 
     check = _run(copy, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                  "tests/test_stage_lists.py::test_no_stage_is_left_a_skeleton")
     assert check.returncode == 1, check.stdout[-3000:] + check.stderr[-3000:]
-    assert "1 failed" in check.stdout and "stage position is still a skeleton" in check.stdout
+    assert "1 failed" in check.stdout and f"stage {NAME} is still a skeleton" in check.stdout
     for path in [*written, "autograder/boundary/replies.py", "autograder/sandboxed/scaffolds.py",
                  "solutions/course/source/embedding_layer/lab.ipynb"]:
         assert f"{path}:" in check.stdout, (path, check.stdout[-3000:])
 
 
 def test_a_second_run_and_an_unknown_stage_change_nothing(copy):
-    suite = copy / "autograder/suites/test_position.py"
+    suite = copy / f"autograder/suites/test_{NAME}.py"
     if not suite.exists():
-        assert _run(copy, "-m", "solutions.new_stage", "position").returncode == 0
+        assert _run(copy, "-m", "solutions.new_stage", NAME).returncode == 0
     suite.write_text("# the maintainer's work\n", encoding="utf-8")
     before = {p: p.read_bytes() for p in copy.rglob("*.py")}
 
-    again = _run(copy, "-m", "solutions.new_stage", "position")
+    again = _run(copy, "-m", "solutions.new_stage", NAME)
     assert again.returncode == 2 and "exist already: nothing written" in again.stderr
-    unknown = _run(copy, "-m", "solutions.new_stage", "positional")
-    assert unknown.returncode == 2 and "no stage 'positional' in lumen/stages.py" in unknown.stderr
+    unknown = _run(copy, "-m", "solutions.new_stage", NAME + "al")
+    assert unknown.returncode == 2 and f"no stage '{NAME}al' in lumen/stages.py" in unknown.stderr
     assert {p: p.read_bytes() for p in copy.rglob("*.py")} == before
