@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import pytest
 
+from lumen.stages import STAGE_NAMES
+
 #: The tier marker (pyproject.toml registers it). Only this file adds it.
 FULL_TIER = "slow"
 
@@ -160,6 +162,13 @@ def _full(item: pytest.Item, seen: set) -> bool:
     return False
 
 
+def _stage_of(item: pytest.Item) -> str | None:
+    """The stage a test is parametrised with (``stage``: a variant, a scaffold, ...), if any."""
+    callspec = getattr(item, "callspec", None)
+    stage = callspec.params.get("stage") if callspec is not None else None
+    return stage if isinstance(stage, str) and stage in STAGE_NAMES else None
+
+
 #: What collection saw, for tests/test_tiers.py: whether the whole of tests/ was collected, and
 #: (node id, full tier?, marker names) for every test, before -m or -k deselected any.
 COLLECTED = pytest.StashKey[tuple[bool, list[tuple[str, bool, frozenset[str]]]]]()
@@ -178,6 +187,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             self_marked.append(item.nodeid)
         elif _full(item, seen):
             item.add_marker(FULL_TIER)
+        stage = _stage_of(item)
+        if stage is not None and item.get_closest_marker(stage) is None:
+            item.add_marker(stage)  # pytest tests -m <stage> runs that stage's variants too
         names = frozenset(m.name for m in item.iter_markers())
         listing.append((item.nodeid, FULL_TIER in names, names))
     tests = config.rootpath / "tests"
