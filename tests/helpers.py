@@ -41,3 +41,11 @@ def certified_tests(stage: str) -> list[str]:
             if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")
             and any(isinstance(call, ast.Call) and ast.unparse(call.func) == "bans.certify"
                     for call in ast.walk(node))]
+
+
+def full_marks(stage: str) -> str:
+    """A stage's points in rubric.toml as grades.csv and the reports write them ("20"), so a
+    test of a report holds whatever the weights."""
+    from autograder.rubric import load
+
+    return f"{load().stage_max(stage):g}"

@@ -31,6 +31,7 @@ from autograder.frontends.summary import histogram_figure, write_summary
 from autograder.options import Limits, Options
 from autograder.results import RECORD_VERSION, Grade, StageGrade, TestResult
 from lumen.stages import STAGE_NAMES, SUBMISSION_FILES
+from tests.helpers import full_marks
 
 ROOT = Path(__file__).resolve().parents[1]
 STAGES = ["embedding"]
@@ -122,7 +123,7 @@ def test_every_learner_gets_a_row_and_a_clear_message(graded):
     rows = _rows(root / "grades.csv")
     assert list(rows) == sorted(expected), "one row per learner, sorted by id"
     assert list(rows["correct"]) == ["learner", "total", *STAGE_NAMES, "seconds", "notes"]
-    assert rows["correct"]["total"] == rows["correct"]["embedding"] == "20"
+    assert rows["correct"]["total"] == rows["correct"]["embedding"] == full_marks("embedding")
     assert rows["correct"]["onehot"] == "", "a stage not graded is left empty, not 0"
     for learner, words in expected.items():
         if learner == "correct":
@@ -195,7 +196,8 @@ def test_summary_ranks_the_mistakes(graded):
     root, _, _, _ = graded
     summary = (root / "grades" / "summary.md").read_text()
     assert "9 of 9 learners graded" in summary
-    assert "| embedding | 2.2 | 20 | 1 | 1 |" in summary  # average, max, full marks, untouched
+    full = full_marks("embedding")  # one learner of the nine has them, one left it untouched
+    assert f"| embedding | {float(full) / 9:.1f} | {full} | 1 | 1 |" in summary
     assert "| onehot |" not in summary, "a stage not graded has no average"
     rows = {row["id"]: row for row in mistakes_table(summary)}
     assert list(rows) == ["missing-file", "unusable-file", "import-failure"], rows
@@ -339,7 +341,8 @@ def test_a_rerun_regrades_exactly_the_learners_whose_files_changed(tmp_path):
 
     first_zip = carol_zip(2024)
     _grade_batch(submissions, out)
-    assert [_rows(out)[x]["total"] for x in ("alice", "bob", "carol")] == ["20", "20", "20"]
+    totals = [_rows(out)[x]["total"] for x in ("alice", "bob", "carol")]
+    assert totals == [full_marks("embedding")] * 3
     records = {x: (tmp_path / "grades" / x / "grade.json").read_bytes()
                for x in ("alice", "carol")}
 
@@ -696,8 +699,9 @@ def test_hostile_learners_never_stop_the_honest_ones(tmp_path, monkeypatch):
     code, progress = _run(submissions, tmp_path / "grades.csv", jobs=2, probe_seconds=5)
     assert code == 1 and "the batch stopped" not in progress, progress
     rows = _rows(tmp_path / "grades.csv")
-    assert [rows[x]["total"] for x in honest] == ["20", "20", "20"], progress
-    assert rows["aa-surrogate"]["total"] not in ("", "20"), "graded, and lost the forward points"
+    assert [rows[x]["total"] for x in honest] == [full_marks("embedding")] * 3, progress
+    assert rows["aa-surrogate"]["total"] not in ("", full_marks("embedding")), \
+        "graded, and lost the forward points"
     feedback = (tmp_path / "grades" / "aa-surrogate" / "feedback.txt").read_text("utf-8")
     assert "\x1b" not in feedback and "\\x1b[2J" in feedback
     assert rows["ab-unwritable"]["total"] == ""

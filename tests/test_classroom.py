@@ -37,6 +37,7 @@ from autograder.results import Grade, TestResult, score
 from autograder.rubric import load
 from autograder.views import report
 from lumen.stages import STAGE_NAMES
+from tests.helpers import full_marks
 from tests.test_makefile import make_variable
 from tests.variants.build import make_submission
 from tests.variants.tying import MISTAKES as TYING_MISTAKES
@@ -370,7 +371,8 @@ def test_hidden_grading_step_runs_as_on_github(tmp_path):
     for stage, points in stages.items():
         assert seen["console"][stage] == pytest.approx(points), stage
     assert seen["notified"] == (pytest.approx(grade.score), 100.0)
-    assert stages["tying"] < 15 and grade.score == 85 + stages["tying"]
+    full = float(full_marks("tying"))
+    assert stages["tying"] < full and grade.score == 100 - full + stages["tying"]
     shown = log + seen["log"]
     assert words not in shown and words not in report.visible_summary(grade, "hidden")
     assert any(words in r.message for s in grade.stages for r, _, _ in s.tests)
@@ -387,6 +389,7 @@ def test_visible_grading_step_scores_the_visible_tests(tmp_path):
     log, outputs = _run_step(flow, repo, tmp_path)
     env, runners = reporter_env(flow, outputs)
     seen = reporter(env, runners)
-    assert seen["console"]["params"] == 15 and seen["notified"] == (15.0, 100.0)
+    full = float(full_marks("params"))
+    assert seen["console"]["params"] == full and seen["notified"] == (full, 100.0)
     assert all(seen["console"][s] == 0 for s in STAGE_NAMES if s != "params")
     assert "not implemented yet" in log  # pytest's own output: the learner's feedback

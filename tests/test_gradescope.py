@@ -29,6 +29,7 @@ from autograder.frontends import gradescope
 from autograder.results import Grade, StageGrade, TestResult
 from autograder.views import report
 from lumen.stages import STAGE_NAMES, SUBMISSION_FILES
+from tests.helpers import full_marks
 from tests.variants.build import make_submission
 
 ROOT = gradescope.ROOT
@@ -435,5 +436,5 @@ def test_run_autograder_keeps_hidden_tests_hidden(autograder_zip, tmp_path):
     assert failed and any("SECRET PRINTED" in t["output"] for t in failed), results["tests"]
     assert "What to fix first" in done.stdout, "the whole report still goes to stdout"
     assert_nothing_hidden_shows(results, ["SECRET PRINTED BY THE LEARNER"])
-    assert "embedding" in results["output"] and "/ 20" in results["output"]
+    assert "embedding" in results["output"] and f"/ {full_marks('embedding')}" in results["output"]
     assert str(root) not in results["output"]

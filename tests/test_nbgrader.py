@@ -37,6 +37,7 @@ from autograder.rubric import load as load_rubric
 from lumen.stages import STAGE_NAMES, SUBMISSION_FILES
 from solutions import release
 from tests import test_page
+from tests.helpers import full_marks
 
 ROOT = Path(__file__).resolve().parents[1]
 # The page test's fixtures: Chromium driven by Playwright, offline.
@@ -80,9 +81,10 @@ def test_the_points_come_from_the_rubric():
     source = nbformat.read(notebook.SOURCE, as_version=4)
     notebook.check_points(source)
     wrong = copy.deepcopy(source)
-    _cell(wrong, "stage_tying").metadata.nbgrader["points"] = 14
+    off = rubric.stage_max("tying") - 1
+    _cell(wrong, "stage_tying").metadata.nbgrader["points"] = off
     del notebook.nbgrader_cells(wrong)["written-tsne"].metadata["nbgrader"]
-    with pytest.raises(notebook.NotebookError, match="stage_tying: 14.0 points.*written-tsne"):
+    with pytest.raises(notebook.NotebookError, match=f"stage_tying: {off} points.*written-tsne"):
         notebook.check_points(wrong)
 
 
@@ -471,7 +473,7 @@ def test_broken_renamed_and_cut_notebooks_are_told_why(nbgraded):
     assert "not a readable notebook" in rows["broken"]["notes"]
     assert "lab-mine.ipynb was graded as lab.ipynb" in rows["renamed"]["notes"]
     assert "'stage_tying' was missing" in rows["cut"]["notes"]
-    assert rows["cut"]["tying"] == "15"  # put back, and graded from gpt2.py
+    assert rows["cut"]["tying"] == full_marks("tying")  # put back, and graded from gpt2.py
     assert "not a student id" in rows and "rename the folder" in rows["not a student id"]["notes"]
     assert "not graded: not a student id" in progress
     feedback = (course / "feedback" / "broken" / nbgrade.ASSIGNMENT / "lab.html").read_text()
@@ -628,7 +630,8 @@ def test_feedback_shows_scores_not_the_hidden_tests(nbgraded):
     failing = [t for t in results["tests"] if t["status"] != "passed"]
     assert failing
     html = (course / "feedback" / "partial" / nbgrade.ASSIGNMENT / "lab.html").read_text()
-    assert "not implemented yet, 0 / 20" in html and "20 / 20" in html  # its stub stage
+    stub, full = full_marks("neighbours"), full_marks("embedding")  # its stub stage, a done one
+    assert f"not implemented yet, 0 / {stub}" in html and f"{full} / {full}" in html
     for test in failing:
         assert test["output"][:60] not in html
         assert test["name"].split(": ", 1)[1][:40] not in html

@@ -94,12 +94,13 @@ def _scratch(tmp_path: Path) -> Path:
 
 
 def _move(repo: Path, moves: dict[str, int]) -> None:
-    """Set the named checks' points in the copy's rubric.toml."""
+    """Move points in the copy's rubric.toml: each named check gains (or loses) so many."""
     path = repo / "autograder" / "rubric.toml"
     text = path.read_text(encoding="utf-8")
-    for test, points in moves.items():
-        text, n = re.subn(rf"^{test} = \d+$", f"{test} = {points}", text, flags=re.M)
-        assert n == 1, test
+    for test, delta in moves.items():
+        found = re.findall(rf"^{test} = (\d+)$", text, flags=re.M)
+        assert len(found) == 1, test
+        text = re.sub(rf"^{test} = \d+$", f"{test} = {int(found[0]) + delta}", text, flags=re.M)
     path.write_text(text, encoding="utf-8")
 
 
@@ -123,6 +124,19 @@ def _points_everywhere(repo: Path, tmp_path: Path) -> dict:
     return {"release": released.stdout, **json.loads(probe.stdout.splitlines()[-1])}
 
 
+def _points(stage: str, test: str) -> int:
+    """A check's points in the repository's own rubric.toml, before any move."""
+    from autograder.rubric import load
+
+    return int(load().points[stage][test])
+
+
+def _full(stage: str) -> int:
+    from autograder.rubric import load
+
+    return int(load().stage_max(stage))
+
+
 def _agree(seen: dict, stage_points: dict[str, int], scale_points: int) -> None:
     """Every front end shows ``stage_points`` per stage, and the learner loses ``scale_points``."""
     embedding = stage_points["embedding"]
@@ -142,16 +156,18 @@ def _agree(seen: dict, stage_points: dict[str, int], scale_points: int) -> None:
 
 def test_points_moved_within_a_stage_flow_everywhere(tmp_path):
     repo = _scratch(tmp_path)
-    _move(repo, {"test_lookup_every_shape": 3, "test_scale_is_applied_once": 2})
+    _move(repo, {"test_lookup_every_shape": -1, "test_scale_is_applied_once": 1})
     seen = _points_everywhere(repo, tmp_path)
     assert "lab.ipynb" not in seen["release"]  # the stage totals, so the notebook, stay
-    _agree(seen, {"embedding": 20, "onehot": 15}, scale_points=2)
+    _agree(seen, {"embedding": _full("embedding"), "onehot": _full("onehot")},
+           scale_points=_points("embedding", "test_scale_is_applied_once") + 1)
 
 
 def test_points_moved_between_stages_flow_everywhere(tmp_path):
     repo = _scratch(tmp_path)
-    _move(repo, {"test_lookup_every_shape": 3, "test_one_hot_rows": 4})
+    _move(repo, {"test_lookup_every_shape": -1, "test_one_hot_rows": 1})
     seen = _points_everywhere(repo, tmp_path)
     assert "solutions/course/source/embedding_layer/lab.ipynb (points from rubric.toml)" in \
         seen["release"] and "exercises/lab.ipynb" in seen["release"]
-    _agree(seen, {"embedding": 19, "onehot": 16}, scale_points=1)
+    _agree(seen, {"embedding": _full("embedding") - 1, "onehot": _full("onehot") + 1},
+           scale_points=_points("embedding", "test_scale_is_applied_once"))
