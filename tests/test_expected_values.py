@@ -118,6 +118,20 @@ def test_certified_checks_say_so_and_call_it_last(stage):
                 f"{name} must call bans.certify last, once what it observed has passed"
 
 
+@pytest.mark.parametrize("stage", STAGE_NAMES)
+def test_the_threat_model_lists_every_certified_check(stage):
+    """A check whose points depend on the rules is a row of docs/threat-model.md's table,
+    marked **Certified**, with why learner code cannot forge it (the recipe for a hidden test,
+    docs/changing-the-assignment.md, asks for the row)."""
+    rows = [line for line in (ROOT / "docs" / "threat-model.md").read_text("utf-8").splitlines()
+            if line.startswith("| ") and "**Certified" in line]
+    missing = [name for name in certified_tests(stage)
+               if not any(f"`{name}`" in row for row in rows)]
+    assert not missing, (f"docs/threat-model.md's table has no **Certified** row for {missing} "
+                         f"(autograder/suites/test_{stage}.py calls bans.certify): add one, "
+                         "saying how it is judged and why learner code cannot forge it")
+
+
 def test_hidden_test_names_are_unique_across_stages():
     """Verdicts are scored by test name (results.score), so a name in two stages would give
     one stage's verdict to the other's rubric entry."""
